@@ -13,7 +13,8 @@
  * error is `tool_error`) and the turn goes on; the next call starts the server again.
  *
  * The servers are started when the layer is built (their tool lists are the tools the model is
- * offered) and stopped when its scope closes; a stdio server also dies with the agent's process.
+ * offered) and stopped when its scope closes, a stdio server with every process of its process
+ * group; the process the agent starts for it also dies with the agent's (the parent-death signal).
  *
  * @since 0.5.0
  */
@@ -120,8 +121,8 @@ export interface McpTools {
 
 
 /**
- * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so it
- * dies with the agent. Not the workspace sandbox of shell commands: a server is a program the user
+ * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so the
+ * process started for it dies with the agent. Not the workspace sandbox of shell commands: a server is a program the user
  * chose, and servers commonly need the network and their own caches.
  */
 const parentDeath: Effect.Effect<ReadonlyArray<string>> = Effect.map(Sandbox.detect, (isolation) =>

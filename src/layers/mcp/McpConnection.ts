@@ -7,7 +7,8 @@
  *
  * A stdio server runs with the same environment allow-list as shell commands (`Environment`) plus
  * the configuration's `env`, under the sandbox's parent-death prefix (`Sandbox`): when the agent
- * dies, so does the server.
+ * dies, so does the process it started (not what that started in turn: `StdioTransport` stops those
+ * with it, as a process group, when the agent stops the server).
  *
  * @since 0.5.0
  * @internal
