@@ -14,20 +14,11 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as McpTools from "../../src/layers/McpTools.js"
 import { tempDir } from "../helpers.js"
-import { ownedByTest } from "../processes.js"
+import { alive, ownedByTest } from "../processes.js"
 
 const stubborn = new URL("../fixtures/mcp/stubborn.mjs", import.meta.url).pathname
 /** `sh -c` running the server as its child (`; echo` keeps `sh` from exec-ing it), as a wrapper does. */
 const wrapped = { command: "/bin/sh", args: ["-c", `"${process.execPath}" "${stubborn}"; echo ended >&2`] }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** Waits until `pid` is gone, looking again every 20 ms: the condition itself, the test's timeout its only bound. */
 const untilGone = async (pid: number) => {
