@@ -46,3 +46,13 @@ export const ownedByTest = <C extends ChildProcess>(child: C, options: { readonl
   }
   return child
 }
+
+/** Whether `pid` is a running process (signal 0: nothing is sent). */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -12,7 +12,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { McpSettings, Plural, Tokens } from "../index.js"
+import { McpNames, McpSettings, Plural, Tokens } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as NodeServices from "./NodeServices.js"
 import { terminalSafe } from "./Render.js"
@@ -30,7 +30,7 @@ export const list = ({ mcpConfig }: ListInput) =>
     const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
     // Each server on its own: one that does not start is shown with its reason, and the others are still listed.
     const results = yield* Effect.forEach(Object.entries(loaded.servers), ([name, server]) =>
-      Effect.either(Effect.map(McpTools.make({ servers: { [name]: server }, cwd, folders: loaded.folders }), (tools) => tools.listings())).pipe(
+      Effect.either(Effect.map(McpTools.make({ servers: { [name]: server }, cwd, folders: loaded.folders, onToolLeftOut: () => Effect.void }), (tools) => tools.listings())).pipe(
         Effect.map((result) => ({ name, result }))
       ), { concurrency: "unbounded" })
     let total = 0
@@ -48,6 +48,8 @@ export const list = ({ mcpConfig }: ListInput) =>
           const tokens = Tokens.estimateJson({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })
           yield* Console.log(`  ${terminalSafe(tool.name)}  ~${tokens} tokens`)
         }
+        // Shown here, not on stderr: what a session would leave out, beside what it would offer.
+        for (const { reason, tool } of listing.leftOut) yield* Console.log(`  ${terminalSafe(McpNames.toolName(listing.server, tool))}  left out: ${terminalSafe(reason)}`)
       }
     }
     yield* Console.log(`total  ~${total} tokens in every request`)

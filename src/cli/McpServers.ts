@@ -88,7 +88,8 @@ export const configurable = (): Configurable => {
         Console.error(`${options.prefix ?? "effect-agent:"} ${error.message} (${error.reason}); its tools are not offered in this session, the other servers' are`)
       // The project's own servers (those `recheck` holds: from its trusted `.mcp.json`, not replaced) get its env; the others only yours.
       const serverEnv = Object.fromEntries(Object.keys(recheck).map((name) => [name, options.env ?? {}]))
-      return yield* McpTools.make({ servers, cwd, folders, env: options.userEnv, serverEnv, mayStart: recheck, onServerFailed }, base).pipe(
+      const onToolLeftOut = (note: string) => Console.error(`${options.prefix ?? "effect-agent:"} ${note}; the server's other tools are offered`)
+      return yield* McpTools.make({ servers, cwd, folders, env: options.userEnv, serverEnv, mayStart: recheck, onServerFailed, onToolLeftOut }, base).pipe(
         Scope.extend(own),
         Effect.map((tools): Started => ({ router: tools.router, scope: own })),
         Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))

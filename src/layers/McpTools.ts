@@ -13,7 +13,8 @@
  * error is `tool_error`) and the turn goes on; the next call starts the server again.
  *
  * The servers are started when the layer is built (their tool lists are the tools the model is
- * offered) and stopped when its scope closes; a stdio server also dies with the agent's process.
+ * offered) and stopped when its scope closes, a stdio server with every process of its process
+ * group; the process the agent starts for it also dies with the agent's (the parent-death signal).
  *
  * @since 0.5.0
  */
@@ -37,6 +38,7 @@ import {
 } from "../services/ToolRouter.js"
 import * as McpConfig from "./mcp/McpConfig.js"
 import * as McpConnection from "./mcp/McpConnection.js"
+import * as McpInputSchema from "./mcp/McpInputSchema.js"
 import { McpError } from "./mcp/McpConnection.js"
 import * as McpNames from "./mcp/McpNames.js"
 import * as Sandbox from "./workspace/Sandbox.js"
@@ -84,6 +86,12 @@ export interface Options {
    * failure fails the whole (`McpError` naming it).
    */
   readonly onServerFailed?: ((error: McpError) => Effect.Effect<void>) | undefined
+  /**
+   * Told of each tool left out because its input schema is not a JSON Schema a vendor takes
+   * (`McpInputSchema`), in one line naming the server, the tool and why; once per tool and reason in
+   * the session (default: a warning in Effect's log). The server's other tools are offered.
+   */
+  readonly onToolLeftOut?: ((note: string) => Effect.Effect<void>) | undefined
   /** The most bytes an HTTP server's answer may have, or one line of its event stream (default 16 MiB); past it the call fails `mcp_invalid_response`. */
   readonly maxAnswerBytes?: number | undefined
 }
@@ -96,6 +104,14 @@ export interface Listing {
   readonly hash: string
   /** Estimated tokens the tools' descriptions cost in every request. */
   readonly tokens: number
+  /** The server's tools not offered, by its own names, and why (`Options.onToolLeftOut`). */
+  readonly leftOut: ReadonlyArray<LeftOut>
+}
+
+/** A server's tool not offered: its input schema is not a JSON Schema a vendor takes. */
+export interface LeftOut {
+  readonly tool: string
+  readonly reason: string
 }
 
 /** The MCP tools, with what each server offers. */
@@ -107,8 +123,8 @@ export interface McpTools {
 
 
 /**
- * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so it
- * dies with the agent. Not the workspace sandbox of shell commands: a server is a program the user
+ * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so the
+ * process started for it dies with the agent. Not the workspace sandbox of shell commands: a server is a program the user
  * chose, and servers commonly need the network and their own caches.
  */
 const parentDeath: Effect.Effect<ReadonlyArray<string>> = Effect.map(Sandbox.detect, (isolation) =>
@@ -197,8 +213,12 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     let definitions: ReadonlyArray<ToolDefinition> = base?.definitions ?? []
     const listedAt = new Map<string, number>()
 
-    // Each server's tools as it described them, last read.
+    // Each server's tools as it described them, last read, but for those left out.
     const offered = new Map<string, ReadonlyArray<McpConnection.ServerTool>>()
+    const leftOut = new Map<string, ReadonlyArray<LeftOut>>()
+    // What was told (`onToolLeftOut`): a server read again after each restart is not told of again.
+    const told = new Set<string>()
+    const tellLeftOut = options.onToolLeftOut ?? ((note: string) => Effect.logWarning(note))
 
     // Servers left out (`onServerFailed`): their tools are not offered.
     const excluded = new Set<string>()
@@ -228,7 +248,13 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
           table.set(definition.name, { connection, server: connection.name, tool: tool.name })
           defs.push(definition)
         }
-        next.push({ server: connection.name, tools: defs, hash: hashOf(defs), tokens: defs.length === 0 ? 0 : Tokens.estimateJson(defs.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))) })
+        next.push({
+          server: connection.name,
+          tools: defs,
+          hash: hashOf(defs),
+          tokens: defs.length === 0 ? 0 : Tokens.estimateJson(defs.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))),
+          leftOut: leftOut.get(connection.name) ?? []
+        })
         listedAt.set(connection.name, connection.starts())
       }
       byName = table
@@ -241,7 +267,24 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
       return collision === undefined ? Effect.void : Effect.fail(collision.error)
     })
 
-    const list = (connection: McpConnection.Connection) => Effect.tap(connection.listTools, (tools) => Effect.sync(() => offered.set(connection.name, tools)))
+    /** Reads `connection`'s tools: those whose input schema a vendor takes are offered, the others left out and told of. */
+    const list = (connection: McpConnection.Connection) =>
+      Effect.flatMap(connection.listTools, (tools) => {
+        const kept: Array<McpConnection.ServerTool> = []
+        const refused: Array<LeftOut> = []
+        for (const tool of tools) {
+          const reason = McpInputSchema.problem(tool.inputSchema)
+          if (reason === undefined) kept.push(tool)
+          else refused.push({ tool: tool.name, reason: `its input schema is not a valid JSON Schema (${reason})` })
+        }
+        offered.set(connection.name, kept)
+        leftOut.set(connection.name, refused)
+        const untold = refused.filter(({ reason, tool }) => !told.has(JSON.stringify([connection.name, tool, reason])))
+        return Effect.forEach(untold, ({ reason, tool }) => {
+          told.add(JSON.stringify([connection.name, tool, reason]))
+          return tellLeftOut(`MCP server "${connection.name}": its tool ${McpNames.shown(tool)} is left out: ${reason}`)
+        }, { discard: true })
+      })
     const onServerFailed = options.onServerFailed
     if (onServerFailed === undefined) {
       yield* Effect.forEach(connections, list, { concurrency: "unbounded", discard: true })

@@ -147,6 +147,23 @@ describe("MCP servers in the CLI", () => {
     expect(none.stderr).toContain("no MCP server started (2 failed)")
   }, 60_000)
 
+  // A tool whose input schema no vendor takes made every model request of the session fail (400).
+  it("a tool whose input schema is not a JSON Schema is left out: a session says so on stderr, mcp list beside the tools offered", async () => {
+    const p = project("list-invalid-schema", [])
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify({ mcpServers: { listing: { command: process.execPath, args: [resolve(import.meta.dirname, "../fixtures/mcp/listing.mjs")] } } }))
+    const listed = await cli(p, ["mcp", "list", "--mcp-config", config])
+    expect(listed.code, listed.stderr).toBe(0)
+    const lines = listed.stdout.trim().split("\n")
+    expect(lines[0]).toMatch(/^listing {2}4 tools {2}~\d+ tokens$/)
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}mcp__listing__any {2}left out: its input schema is not a valid JSON Schema \(schema is invalid: /))
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}mcp__listing__missing_ref {2}left out: its input schema is not a valid JSON Schema \(its \$ref "#\/definitions\/missing" leads nowhere in the schema\)$/))
+    const run = await runIn(p, ["--mcp-config", config])
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stderr).toContain(`effect-agent: MCP server "listing": its tool "any" is left out: its input schema is not a valid JSON Schema (`)
+    expect(run.stderr).toMatch(/its tool "missing_ref" is left out: .*; the server's other tools are offered\n/)
+  }, 60_000)
+
   it("mcp list: a hosted server's key in its URL's path is never printed, though the server echoes the path in its error", async () => {
     const p = project("list-path-key", [])
     // Answers every request 404, naming the path it was asked for, as many servers' error pages do.

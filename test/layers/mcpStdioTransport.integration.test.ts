@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { lineSplitter, StdioTransport } from "../../src/layers/mcp/StdioTransport.js"
+import { alive } from "../processes.js"
 
 const split = (max: number, chunks: ReadonlyArray<string>) => {
   const lines: Array<string> = []
@@ -12,15 +13,6 @@ const split = (max: number, chunks: ReadonlyArray<string>) => {
   const feed = lineSplitter(max, (line) => lines.push(line), () => tooLong++)
   for (const chunk of chunks) feed(Buffer.from(chunk))
   return { lines, tooLong }
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 const until = async (condition: () => boolean) => {

@@ -7,7 +7,8 @@
  *
  * A stdio server runs with the same environment allow-list as shell commands (`Environment`) plus
  * the configuration's `env`, under the sandbox's parent-death prefix (`Sandbox`): when the agent
- * dies, so does the server.
+ * dies, so does the process it started (not what that started in turn: `StdioTransport` stops those
+ * with it, as a process group, when the agent stops the server).
  *
  * @since 0.5.0
  * @internal
@@ -168,6 +169,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
     let starts = 0
     const secrets = McpSecrets.of(options.server)
     const described = (error: unknown) => describeError(error, secrets)
+    const redact = (text: string) => McpSecrets.redact(text, secrets)
 
     const drop = (current: Live) =>
       Effect.promise(() => current.client.close().catch(() => undefined)).pipe(
@@ -250,7 +252,10 @@ export const make = (options: Options): Effect.Effect<Connection> =>
             })
           }
           for (const t of page.tools as ReadonlyArray<SdkTool>) {
-            const tool: ServerTool = { name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema }
+            // The server's secrets hidden before the description is cut (a cut secret would show its
+            // start) and before anything is counted or hashed: a server that writes its key into its
+            // help put it into every request and into `mcp.tools_listed`.
+            const tool: ServerTool = { name: t.name, description: capped(redact(t.description ?? "")), inputSchema: McpSecrets.redactJson(t.inputSchema, secrets) }
             listBytes += Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description) + Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {}))
             const refused = tools.length >= maxTools
               ? `lists more than ${maxTools} tools`
@@ -315,5 +320,5 @@ export const make = (options: Options): Effect.Effect<Connection> =>
 
     const close = lock.withPermits(1)(Effect.suspend(() => (live === undefined ? Effect.void : drop(live))))
 
-    return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close, redact: (text: string) => McpSecrets.redact(text, secrets) } satisfies Connection
+    return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close, redact } satisfies Connection
   })

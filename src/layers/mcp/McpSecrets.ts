@@ -72,3 +72,21 @@ const urlSecrets = (url: string): ReadonlyArray<string> => {
 /** `text` with every one of `secrets` as `[redacted]`. */
 export const redact = (text: string, secrets: ReadonlyArray<string>): string =>
   secrets.reduce((out, secret) => out.split(secret).join("[redacted]"), text)
+
+/**
+ * `value` (JSON: a tool's input schema) with every one of `secrets` as `[redacted]` in its strings
+ * and its objects' keys. Walked, not redacted as JSON text: there a secret is written escaped (a
+ * `"` or `\\` in it) and would be missed, and a secret such as `true` would be cut out of the syntax.
+ */
+export const redactJson = <A>(value: A, secrets: ReadonlyArray<string>): A => {
+  if (secrets.length === 0) return value
+  const walk = (node: unknown): unknown =>
+    typeof node === "string"
+      ? redact(node, secrets)
+      : Array.isArray(node)
+      ? node.map(walk)
+      : typeof node === "object" && node !== null
+      ? Object.fromEntries(Object.entries(node).map(([key, child]) => [redact(key, secrets), walk(child)]))
+      : node
+  return walk(value) as A
+}

@@ -8,6 +8,11 @@
  * `_process`). Here a line's chunks are kept as they come and joined once; a line past the bound
  * kills the server at once; the end of stdout closes the connection.
  *
+ * The server runs in a process group of its own, and is stopped as a group (as shell commands are,
+ * `Shell`): a server started through `sh -c`, a wrapper script or `npx` is the agent's grandchild,
+ * and signalling only the direct child left it running after a timeout's restart or the session's
+ * end — one more with each restart.
+ *
  * @since 0.5.0
  * @internal
  */
@@ -21,6 +26,8 @@ export const maxLineBytes = 10 * 1024 * 1024
 
 /** How long a server has to exit at each step of close (stdin ended, then SIGTERM) before the next. */
 const graceMillis = 2000
+/** How often, while stopping, a server's process group is looked at for its end. */
+const groupPollMillis = 25
 
 /** Where and how a server runs. */
 export interface Params {
@@ -86,7 +93,9 @@ export class StdioTransport implements Transport {
         env: { ...getDefaultEnvironment(), ...this.params.env },
         cwd: this.params.cwd,
         stdio: ["pipe", "pipe", "pipe"],
-        shell: false
+        shell: false,
+        // Its own process group: stopping the server stops every process it started.
+        detached: true
       })
       this.child = child
       child.once("spawn", () => resolve())
@@ -124,27 +133,55 @@ export class StdioTransport implements Transport {
 
   /**
    * Stops the server in the order the MCP spec gives for stdio: stdin ended, a grace to exit, then
-   * SIGTERM, then SIGKILL. A SIGTERM at once cut a server in the middle of what the last messages
-   * asked of it (a cancellation it was still recording).
+   * SIGTERM, then SIGKILL — each signal to its whole process group, and each step waiting for the
+   * group, not the direct child alone: a wrapper that exits at once leaves the server it started to
+   * its grace and then SIGKILL. A SIGTERM at once cut a server in the middle of what the last
+   * messages asked of it (a cancellation it was still recording).
    */
   async close(): Promise<void> {
     const child = this.child
     if (child === undefined) return this.ended()
     this.stopping = true
-    const running = () => child.exitCode === null && child.signalCode === null
-    const exited = new Promise<void>((resolve) => running() ? child.once("close", () => resolve()) : resolve())
-    const grace = () => new Promise<void>((resolve) => setTimeout(resolve, graceMillis).unref())
     try {
       child.stdin?.end()
     } catch {
       // a stdin already broken has nothing to end
     }
     for (const signal of [undefined, "SIGTERM", "SIGKILL"] as const) {
-      if (!running()) break
+      if (!this.groupRunning()) break
       if (signal !== undefined) this.kill(signal)
-      await Promise.race([exited, grace()])
+      await this.groupGone(graceMillis)
     }
     this.ended()
+  }
+
+  /** Whether any process of the server's group runs (its direct child, or what that started and left). */
+  private groupRunning(): boolean {
+    const pid = this.child?.pid
+    if (pid === undefined) return false
+    try {
+      process.kill(-pid, 0)
+      return true
+    } catch (error) {
+      // EPERM: a process of the group runs as another user (a setuid program) — still running.
+      return (error as NodeJS.ErrnoException).code === "EPERM"
+    }
+  }
+
+  /**
+   * Resolves when the group is gone, or after `millis`. The direct child's exit is an event; the
+   * exit of a process it left (not the agent's child) is not, so the group is looked at again every
+   * `groupPollMillis`.
+   */
+  private groupGone(millis: number): Promise<void> {
+    return new Promise((resolve) => {
+      const until = Date.now() + millis
+      const look = () => {
+        if (!this.groupRunning() || Date.now() >= until) return resolve()
+        setTimeout(look, Math.min(groupPollMillis, Math.max(0, until - Date.now()))).unref()
+      }
+      look()
+    })
   }
 
   private received(line: string): void {
@@ -179,11 +216,12 @@ export class StdioTransport implements Transport {
     this.child?.stdout?.destroy()
   }
 
+  /** `signal` to the server's whole process group (what its direct child started too, even after that exited). */
   private kill(signal: NodeJS.Signals): void {
-    const child = this.child
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    const pid = this.child?.pid
+    if (pid === undefined) return
     try {
-      child.kill(signal)
+      process.kill(-pid, signal)
     } catch {
       // already gone
     }
