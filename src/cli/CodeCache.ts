@@ -24,7 +24,8 @@
  * @since 0.12.0
  * @internal
  */
-import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs"
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, type Stats, statSync, writeSync } from "node:fs"
+import { randomBytes } from "node:crypto"
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -158,9 +159,16 @@ const staleAfterMs = 24 * 60 * 60 * 1000
 
 /** Writes `data` to `file` through a temporary file and a rename, then prunes. A failure is silent: this is a cache. */
 const save = (folder: string, file: string, bundleHash: string, data: Buffer) => {
-  const temporary = `${file}.${process.pid}.tmp`
+  // A random name created exclusively, not followed if a link: `<file>.<pid>.tmp` could be planted in
+  // advance (EFFECT_AGENT_CODE_CACHE_DIR may name any folder), and a "w" open wrote through it.
+  const temporary = `${file}.${randomBytes(8).toString("hex")}.tmp`
   try {
-    writeFileSync(temporary, data, { mode: 0o600 })
+    const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+    try {
+      for (let at = 0; at < data.byteLength;) at += writeSync(fd, data, at)
+    } finally {
+      closeSync(fd)
+    }
     renameSync(temporary, file)
   } catch {
     rmSync(temporary, { force: true })
