@@ -15,10 +15,11 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, readSync, renameSync, rmSync, writeSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, lstatSync, readSync, renameSync, rmSync, statSync, writeSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -171,6 +172,16 @@ export interface RepairReport {
 }
 
 /**
+ * A seam of `repair` for tests: what runs between its last check of the log and the swap of the new
+ * log in (nothing by default), where another process's append can land.
+ *
+ * @internal
+ */
+export class RepairSeam extends Context.Reference<RepairSeam>()("effect-agent/jsonl/RepairSeam", {
+  defaultValue: (): { readonly beforeSwap: Effect.Effect<void> } => ({ beforeSwap: Effect.void })
+}) {}
+
+/**
  * Repairs a log no reader accepts — duplicate sequences left by two processes writing one session
  * at once (before writer locks), a corrupt line — keeping the first writer's events (see
  * `jsonl/Repair.ts`) and closing a turn they leave open as `interrupted`. Holds the session's writer
@@ -299,17 +310,34 @@ export const repair = (
       rmSync(temporary, { force: true })
       return yield* failed("the log changed while repairing; nothing was changed")
     }
+    yield* (yield* RepairSeam).beforeSwap
     const backup = yield* Effect.try({
       try: () => {
+        const repairedSize = statSync(temporary).size
         // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.
         const backup = Backups.keepBeside(file, `${file}.bak`)
         renameSync(temporary, file)
-        // The listing index is a cache: dropped, it is rebuilt from the logs.
-        rmSync(path.join(options.dataDir, "index.json"), { force: true })
-        return backup
+        // An append made without the lock (the port allows them; a holder is excluded) between the
+        // check above and the rename went into the original, now the backup, not the log: the
+        // original (`fd`) is looked at again after the swap and, grown, put back. An append
+        // writing after this look checks the log's name itself (`Appends`) and takes its lines back.
+        if (fstatSync(fd).size === plannedBytes) {
+          // The listing index is a cache: dropped, it is rebuilt from the logs.
+          rmSync(path.join(options.dataDir, "index.json"), { force: true })
+          return backup
+        }
+        // The repaired log is kept aside while the original goes back, in case an append reached it too.
+        linkSync(file, temporary)
+        renameSync(backup, file)
+        if (statSync(temporary).size === repairedSize) rmSync(temporary, { force: true })
+        return undefined
       },
       catch: cannotWrite
     })
+    if (backup === undefined) {
+      const kept = existsSync(temporary) ? ` (the repaired log, appended to meanwhile, is kept as ${path.basename(temporary)})` : ""
+      return yield* failed(`the log changed while repairing; nothing was changed${kept}`)
+    }
     yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(planned.kept, "event")}, dropped ${Plural.count(planned.dropped.length, "line")}`)
     return { ...report, repaired: true, backup, ...(closedTurnId === undefined ? {} : { closedTurnId }) }
   }))

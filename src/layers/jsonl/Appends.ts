@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, rmSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, rmSync, statSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -123,6 +123,8 @@ interface Appender {
   readonly sessionId: string
   readonly file: string
   readonly fd: number
+  /** The file's inode when opened: an append made without the lock checks the log's name still names it. */
+  readonly ino: number
   /** Bytes of complete lines in the file. */
   size: number
   /** The last sequence written. */
@@ -329,6 +331,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
               sessionId,
               file,
               fd,
+              ino: fstatSync(fd).ino,
               size: Math.max(tail.size, 0),
               last,
               accepted: last,
@@ -407,8 +410,40 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         undo(appender, before)
         return fromNode("append", appender.file, appender.sessionId)(error)
       }
+      if (!appender.trusted && replaced(appender)) return takeBack(appender, before)
       appender.size = before + size
       return undefined
+    }
+
+    /**
+     * Whether the log's name no longer names the file an append without the lock just wrote to: a
+     * `repair` (or an upgrade) renamed a new log over it between the append's check of its size and
+     * its write, so the lines went into the original — `<file>.bak` — not the log. Only appends
+     * without the lock can meet this (a holder excludes repair); one `stat` each, as their check.
+     */
+    const replaced = (appender: Appender): boolean => {
+      try {
+        return statSync(appender.file, { throwIfNoEntry: false })?.ino !== appender.ino
+      } catch {
+        return true
+      }
+    }
+
+    /** The lines just written to a replaced log's original are cut off again there; the append fails, nothing stored. */
+    const takeBack = (appender: Appender, before: number): EventStoreFailure => {
+      try {
+        io.truncate(appender.fd, before)
+      } catch {
+        // The original is no one's log any more: lines left in it are in a backup, never read as the log.
+      }
+      drop(appender)
+      return new EventStoreFailure({
+        reason: "unavailable",
+        operation: "append",
+        sessionId: appender.sessionId,
+        path: appender.file,
+        detail: "the log was replaced (repaired or upgraded) while this append was written; nothing was appended"
+      })
     }
 
     const undo = (appender: Appender, size: number) => {
