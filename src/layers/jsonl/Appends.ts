@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, rmSync, statSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, rmSync, statSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -177,10 +177,21 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     const scanTail = (sessionId: string, file: string): Effect.Effect<Tail, EventStoreFailure> =>
       Effect.suspend(() => {
         let fd: number
+        let writable = true
         try {
           // Without blocking, as every read of a log: a named pipe in a log's place held the whole
-          // process in open(2) (readTail then refuses anything but a regular file).
-          fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+          // process in open(2) (readTail then refuses anything but a regular file). For writing too
+          // when it may be: a torn tail is cut off through this descriptor, the file checked, never
+          // by name (a link swapped in for the log meanwhile had the file it named cut).
+          const flags = constants.O_NOFOLLOW | constants.O_NONBLOCK
+          try {
+            fd = openSync(file, constants.O_RDWR | flags)
+          } catch (error) {
+            const code = (error as NodeJS.ErrnoException).code
+            if (code !== "EACCES" && code !== "EPERM" && code !== "EROFS") throw error
+            writable = false
+            fd = openSync(file, constants.O_RDONLY | flags)
+          }
         } catch (error) {
           return (error as NodeJS.ErrnoException).code === "ENOENT"
             ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
@@ -188,7 +199,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         }
         let found: TailScan
         try {
-          found = readTail(fd, file, sessionId)
+          found = readTail(fd, file, sessionId, writable)
         } catch (error) {
           return Effect.fail(fromNode("append", file, sessionId)(error))
         } finally {
@@ -206,7 +217,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     const firstRead = 4 * 1024
 
     /** {@link scanTail} on an open log; throws what `node:fs` throws. */
-    const readTail = (fd: number, file: string, sessionId: string): TailScan => {
+    const readTail = (fd: number, file: string, sessionId: string, writable: boolean): TailScan => {
       const stat = fstatSync(fd)
       if (!stat.isFile()) return corrupt(file, sessionId, undefined, "not a regular file")
       const size = stat.size
@@ -231,7 +242,8 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         const validSize = lastNewline === -1 ? 0 : size - window + lastNewline + 1
         if (validSize < size) {
           if (recovery === "strict") return corrupt(file, sessionId, undefined, "the last line is torn (no newline) and recovery is strict", "torn_line")
-          truncateSync(file, validSize)
+          if (!writable) throw Object.assign(new Error("the log cannot be written"), { code: "EACCES" })
+          io.truncate(fd, validSize)
         }
         const cut = size - validSize
         if (lastNewline === -1) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut }
