@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, lstatSync, readSync, renameSync, rmSync, statSync, writeSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, readSync, renameSync, rmSync, statSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Clock from "effect/Clock"
@@ -36,6 +36,7 @@ import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
 import * as Backups from "./jsonl/Backups.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
+import { LineWriter } from "./jsonl/LineWriter.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
 import * as LogTail from "./jsonl/LogTail.js"
@@ -282,7 +283,7 @@ export const repair = (
       }),
       (out) => {
         const replay = new Repair.Planner(sessionId, planned.version)
-        const pending = new RepairOutput(out)
+        const pending = new LineWriter(out, LogLines.header)
         return Stream.runForEachChunk(linesOf(plannedBytes), (lines) =>
           Effect.try({
             try: () => {
@@ -297,7 +298,7 @@ export const repair = (
             Effect.zipRight(Effect.try({
               try: () => {
                 for (const event of closing) pending.push(AgentEvent.encodeJson(event))
-                pending.end()
+                pending.end(true)
               },
               catch: cannotWrite
             }))
@@ -341,36 +342,6 @@ export const repair = (
     yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(planned.kept, "event")}, dropped ${Plural.count(planned.dropped.length, "line")}`)
     return { ...report, repaired: true, backup, ...(closedTurnId === undefined ? {} : { closedTurnId }) }
   }))
-
-/**
- * The new log of a repair, written to its descriptor in writes of about 64 KiB (one line per
- * `push`, after the header), flushed to disk at the `end`.
- */
-class RepairOutput {
-  private buffered: Array<string> = [LogLines.header]
-  private size = LogLines.header.length
-
-  constructor(private readonly fd: number) {}
-
-  push(line: string) {
-    this.buffered.push(line)
-    this.size += line.length + 1
-    if (this.size >= 64 * 1024) this.flush()
-  }
-
-  end() {
-    this.flush()
-    fsyncSync(this.fd)
-  }
-
-  private flush() {
-    if (this.buffered.length === 0) return
-    const bytes = Buffer.from(this.buffered.join("\n") + "\n")
-    for (let at = 0; at < bytes.length;) at += writeSync(this.fd, bytes, at)
-    this.buffered = []
-    this.size = 0
-  }
-}
 
 /**
  * The JSONL store as a layer, with its blob area (`<dataDir>/blobs/`, see `blobs/FileBlobStore`); it
