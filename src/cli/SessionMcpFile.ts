@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { McpConfig, Session } from "../index.js"
-import * as PlainFiles from "../layers/jsonl/PlainFiles.js"
+import { replaceFile } from "./ReplaceFile.js"
 
 const Saved = Schema.parseJson(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
 
@@ -37,7 +37,7 @@ export const save = (configDir: string, sessionId: string, servers: McpConfig.Se
     yield* fs.chmod(folder, 0o700)
     const text = yield* Schema.encode(Saved)(servers)
     // A temporary file of a random name, created exclusively (never through a link planted under a name known in advance).
-    yield* Effect.try({ try: () => PlainFiles.replace(file.value, text), catch: (error) => error as Error })
+    yield* Effect.try({ try: () => replaceFile(file.value, text), catch: (error) => error as Error })
   })
 
 /** The servers kept for `sessionId`, if any; a file that cannot be read or decoded is none. */

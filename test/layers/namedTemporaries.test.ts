@@ -5,7 +5,7 @@
  * under that name had the record written through it, truncating the file it named and leaving it
  * `0600`. The config folder is the user's own, but a caller may give any folder (an embedding's
  * `dir`, `EFFECT_AGENT_CONFIG_DIR` inside a repository). Now the temporary file is created with a
- * random name, `O_CREAT|O_EXCL|O_NOFOLLOW` (`PlainFiles.replace`), as the listing index's is.
+ * random name, `O_CREAT|O_EXCL|O_NOFOLLOW` (`PlainFiles.replace`; `cli/ReplaceFile` for the CLI's own), as the listing index's is.
  */
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
