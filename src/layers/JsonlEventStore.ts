@@ -36,7 +36,7 @@ import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
 import * as Backups from "./jsonl/Backups.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
-import { LineWriter } from "./jsonl/LineWriter.js"
+import * as LineWriter from "./jsonl/LineWriter.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
 import * as LogTail from "./jsonl/LogTail.js"
@@ -273,39 +273,28 @@ export const repair = (
     const cannotWrite = (error: unknown) => failed(`could not rewrite the log: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, error)
     // The second pass plans again, as the first did, and writes what it keeps (as the current
     // format: a version-0 log's events migrated), then the closing events.
-    yield* Effect.acquireUseRelease(
-      Effect.try({
-        try: () => {
-          rmSync(temporary, { force: true })
-          return WriterLock.openNewFile(temporary)
-        },
-        catch: cannotWrite
-      }),
-      (out) => {
-        const replay = new Repair.Planner(sessionId, planned.version)
-        const pending = new LineWriter(out, LogLines.header)
-        return Stream.runForEachChunk(linesOf(plannedBytes), (lines) =>
-          Effect.try({
+    yield* LineWriter.newLog(temporary, cannotWrite, (pending) => {
+      const replay = new Repair.Planner(sessionId, planned.version)
+      return Stream.runForEachChunk(linesOf(plannedBytes), (lines) =>
+        Effect.try({
+          try: () => {
+            for (const line of lines) {
+              if (line.number === 1 && hasHeader) continue
+              const event = replay.add(line)
+              if (event !== undefined) pending.push(AgentEvent.encodeJson(event))
+            }
+          },
+          catch: cannotWrite
+        })).pipe(
+          Effect.zipRight(Effect.try({
             try: () => {
-              for (const line of lines) {
-                if (line.number === 1 && hasHeader) continue
-                const event = replay.add(line)
-                if (event !== undefined) pending.push(AgentEvent.encodeJson(event))
-              }
+              for (const event of closing) pending.push(AgentEvent.encodeJson(event))
+              pending.end(true)
             },
             catch: cannotWrite
-          })).pipe(
-            Effect.zipRight(Effect.try({
-              try: () => {
-                for (const event of closing) pending.push(AgentEvent.encodeJson(event))
-                pending.end(true)
-              },
-              catch: cannotWrite
-            }))
-          )
-      },
-      (out) => Effect.sync(() => closeSync(out))
-    ).pipe(Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true }))))
+          }))
+        )
+    })
     const changedMeanwhile = yield* Effect.try({ try: () => fstatSync(fd).size !== plannedBytes, catch: cannotWrite })
     if (changedMeanwhile) {
       rmSync(temporary, { force: true })

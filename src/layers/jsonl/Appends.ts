@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, rmSync, statSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, statSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -39,10 +39,9 @@ import { AppendIo } from "./AppendIo.js"
 import * as Backups from "./Backups.js"
 import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
-import { LineWriter } from "./LineWriter.js"
+import * as LineWriter from "./LineWriter.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
-import * as WriterLock from "./WriterLock.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -306,28 +305,14 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         // Streamed: the log's events read a chunk at a time and written in writes of about 64 KiB.
         // The new log was built whole in memory (every event collected, then joined into one
         // string): a 200 MB version-0 log needed several times that, and one past 512 MB failed.
-        yield* Effect.acquireUseRelease(
-          Effect.try({
-            try: () => {
-              rmSync(temporary, { force: true })
-              return WriterLock.openNewFile(temporary)
-            },
-            catch: cannotWrite
-          }),
-          (fd) => {
-            const out = new LineWriter(fd, LogLines.header)
-            return Stream.runForEachChunk(options.readLog(sessionId, file), (events) =>
-              Effect.try({
-                try: () => {
-                  for (const event of events) out.push(AgentEvent.encodeJson(event))
-                },
-                catch: cannotWrite
-              })).pipe(
-                Effect.zipRight(Effect.try({ try: () => out.end(fsync), catch: cannotWrite }))
-              )
-          },
-          (fd) => Effect.sync(() => closeSync(fd))
-        ).pipe(Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true }))))
+        yield* LineWriter.newLog(temporary, cannotWrite, (out) =>
+          Stream.runForEachChunk(options.readLog(sessionId, file), (events) =>
+            Effect.try({
+              try: () => {
+                for (const event of events) out.push(AgentEvent.encodeJson(event))
+              },
+              catch: cannotWrite
+            })).pipe(Effect.zipRight(Effect.try({ try: () => out.end(fsync), catch: cannotWrite }))))
         yield* Effect.try({ try: () => Backups.keepBeside(file, `${file}.v${version}`), catch: fromNode("append", file, sessionId) })
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))

@@ -6,7 +6,10 @@
  * @since 0.1.0
  * @internal
  */
-import { fsyncSync, writeSync } from "node:fs"
+import { closeSync, fsyncSync, rmSync, writeSync } from "node:fs"
+import * as Effect from "effect/Effect"
+import * as LogLines from "./LogLines.js"
+import * as WriterLock from "./WriterLock.js"
 
 export class LineWriter {
   private buffered: Array<string>
@@ -39,3 +42,24 @@ export class LineWriter {
     this.size = 0
   }
 }
+
+/**
+ * Writes a new log to `temporary` (created `O_EXCL` after removing whatever had its name: never
+ * through a link), header first, by `write`; the file is closed after, and removed if `write` fails.
+ */
+export const newLog = <E, R>(
+  temporary: string,
+  cannotWrite: (error: unknown) => E,
+  write: (out: LineWriter) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.try({
+      try: () => {
+        rmSync(temporary, { force: true })
+        return WriterLock.openNewFile(temporary)
+      },
+      catch: cannotWrite
+    }),
+    (fd) => write(new LineWriter(fd, LogLines.header)),
+    (fd) => Effect.sync(() => closeSync(fd))
+  ).pipe(Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true }))))
