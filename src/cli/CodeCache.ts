@@ -24,12 +24,13 @@
  * @since 0.12.0
  * @internal
  */
-import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs"
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, type Stats, statSync } from "node:fs"
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { constants as performanceConstants, PerformanceObserver } from "node:perf_hooks"
 import * as vm from "node:vm"
+import { replaceFile } from "./ReplaceFile.js"
 
 /** The CommonJS program's content hash, set by scripts/bundle-cli.mjs (absent when the CLI runs unbundled). */
 declare const EFFECT_AGENT_CLI_BUNDLE_HASH: string | undefined
@@ -158,12 +159,11 @@ const staleAfterMs = 24 * 60 * 60 * 1000
 
 /** Writes `data` to `file` through a temporary file and a rename, then prunes. A failure is silent: this is a cache. */
 const save = (folder: string, file: string, bundleHash: string, data: Buffer) => {
-  const temporary = `${file}.${process.pid}.tmp`
+  // Through a random name created exclusively (ReplaceFile): `<file>.<pid>.tmp` could be planted as
+  // a link in advance (EFFECT_AGENT_CODE_CACHE_DIR may name any folder), and a "w" open wrote through it.
   try {
-    writeFileSync(temporary, data, { mode: 0o600 })
-    renameSync(temporary, file)
+    replaceFile(file, data)
   } catch {
-    rmSync(temporary, { force: true })
     return
   }
   try {

@@ -3,7 +3,7 @@
  * that `serve` can start them again for that session after it restarts. Their `env` and `headers`
  * are often tokens: they never enter the event log. They are kept in the user's config folder, one
  * file per session (`session-mcp/<sessionId>.json`), the folder mode 0700 and each file 0600,
- * written whole (a temporary file renamed over it). Only `serve` reads them, and only for the
+ * written whole (a temporary file of a random name, created exclusively, renamed over it). Only `serve` reads them, and only for the
  * session whose creation named them.
  *
  * @since 0.6.0
@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { McpConfig, Session } from "../index.js"
+import { replaceFile } from "./ReplaceFile.js"
 
 const Saved = Schema.parseJson(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
 
@@ -34,9 +35,9 @@ export const save = (configDir: string, sessionId: string, servers: McpConfig.Se
     yield* fs.makeDirectory(folder, { recursive: true, mode: 0o700 })
     // The folder may have been made before with a wider mode: it holds secrets.
     yield* fs.chmod(folder, 0o700)
-    const temporary = `${file.value}.${process.pid}.tmp`
-    yield* fs.writeFileString(temporary, yield* Schema.encode(Saved)(servers), { mode: 0o600 })
-    yield* fs.rename(temporary, file.value)
+    const text = yield* Schema.encode(Saved)(servers)
+    // A temporary file of a random name, created exclusively (never through a link planted under a name known in advance).
+    yield* Effect.try({ try: () => replaceFile(file.value, text), catch: (error) => error as Error })
   })
 
 /** The servers kept for `sessionId`, if any; a file that cannot be read or decoded is none. */

@@ -15,10 +15,11 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, readSync, renameSync, rmSync, writeSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, readSync, renameSync, rmSync, statSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -35,6 +36,7 @@ import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
 import * as Backups from "./jsonl/Backups.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
+import * as LineWriter from "./jsonl/LineWriter.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
 import * as LogTail from "./jsonl/LogTail.js"
@@ -171,6 +173,16 @@ export interface RepairReport {
 }
 
 /**
+ * A seam of `repair` for tests: what runs between its last check of the log and the swap of the new
+ * log in (nothing by default), where another process's append can land.
+ *
+ * @internal
+ */
+export class RepairSeam extends Context.Reference<RepairSeam>()("effect-agent/jsonl/RepairSeam", {
+  defaultValue: (): { readonly beforeSwap: Effect.Effect<void> } => ({ beforeSwap: Effect.void })
+}) {}
+
+/**
  * Repairs a log no reader accepts — duplicate sequences left by two processes writing one session
  * at once (before writer locks), a corrupt line — keeping the first writer's events (see
  * `jsonl/Repair.ts`) and closing a turn they leave open as `interrupted`. Holds the session's writer
@@ -261,88 +273,64 @@ export const repair = (
     const cannotWrite = (error: unknown) => failed(`could not rewrite the log: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, error)
     // The second pass plans again, as the first did, and writes what it keeps (as the current
     // format: a version-0 log's events migrated), then the closing events.
-    yield* Effect.acquireUseRelease(
-      Effect.try({
-        try: () => {
-          rmSync(temporary, { force: true })
-          return WriterLock.openNewFile(temporary)
-        },
-        catch: cannotWrite
-      }),
-      (out) => {
-        const replay = new Repair.Planner(sessionId, planned.version)
-        const pending = new RepairOutput(out)
-        return Stream.runForEachChunk(linesOf(plannedBytes), (lines) =>
-          Effect.try({
+    yield* LineWriter.newLog(temporary, cannotWrite, (pending) => {
+      const replay = new Repair.Planner(sessionId, planned.version)
+      return Stream.runForEachChunk(linesOf(plannedBytes), (lines) =>
+        Effect.try({
+          try: () => {
+            for (const line of lines) {
+              if (line.number === 1 && hasHeader) continue
+              const event = replay.add(line)
+              if (event !== undefined) pending.push(AgentEvent.encodeJson(event))
+            }
+          },
+          catch: cannotWrite
+        })).pipe(
+          Effect.zipRight(Effect.try({
             try: () => {
-              for (const line of lines) {
-                if (line.number === 1 && hasHeader) continue
-                const event = replay.add(line)
-                if (event !== undefined) pending.push(AgentEvent.encodeJson(event))
-              }
+              for (const event of closing) pending.push(AgentEvent.encodeJson(event))
+              pending.end(true)
             },
             catch: cannotWrite
-          })).pipe(
-            Effect.zipRight(Effect.try({
-              try: () => {
-                for (const event of closing) pending.push(AgentEvent.encodeJson(event))
-                pending.end()
-              },
-              catch: cannotWrite
-            }))
-          )
-      },
-      (out) => Effect.sync(() => closeSync(out))
-    ).pipe(Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true }))))
+          }))
+        )
+    })
     const changedMeanwhile = yield* Effect.try({ try: () => fstatSync(fd).size !== plannedBytes, catch: cannotWrite })
     if (changedMeanwhile) {
       rmSync(temporary, { force: true })
       return yield* failed("the log changed while repairing; nothing was changed")
     }
+    yield* (yield* RepairSeam).beforeSwap
     const backup = yield* Effect.try({
       try: () => {
+        const repairedSize = statSync(temporary).size
         // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.
         const backup = Backups.keepBeside(file, `${file}.bak`)
         renameSync(temporary, file)
-        // The listing index is a cache: dropped, it is rebuilt from the logs.
-        rmSync(path.join(options.dataDir, "index.json"), { force: true })
-        return backup
+        // An append made without the lock (the port allows them; a holder is excluded) between the
+        // check above and the rename went into the original, now the backup, not the log: the
+        // original (`fd`) is looked at again after the swap and, grown, put back. An append
+        // writing after this look checks the log's name itself (`Appends`) and takes its lines back.
+        if (fstatSync(fd).size === plannedBytes) {
+          // The listing index is a cache: dropped, it is rebuilt from the logs.
+          rmSync(path.join(options.dataDir, "index.json"), { force: true })
+          return backup
+        }
+        // The repaired log is kept aside while the original goes back, in case an append reached it too.
+        linkSync(file, temporary)
+        renameSync(backup, file)
+        if (statSync(temporary).size === repairedSize) rmSync(temporary, { force: true })
+        return undefined
       },
       catch: cannotWrite
     })
+    if (backup === undefined) {
+      const kept = existsSync(temporary) ? ` (the repaired log, appended to meanwhile, is kept as ${path.basename(temporary)})` : ""
+      return yield* failed(`the log changed while repairing; nothing was changed${kept}`)
+    }
     yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(planned.kept, "event")}, dropped ${Plural.count(planned.dropped.length, "line")}`)
     return { ...report, repaired: true, backup, ...(closedTurnId === undefined ? {} : { closedTurnId }) }
   }))
-
-/**
- * The new log of a repair, written to its descriptor in writes of about 64 KiB (one line per
- * `push`, after the header), flushed to disk at the `end`.
- */
-class RepairOutput {
-  private buffered: Array<string> = [LogLines.header]
-  private size = LogLines.header.length
-
-  constructor(private readonly fd: number) {}
-
-  push(line: string) {
-    this.buffered.push(line)
-    this.size += line.length + 1
-    if (this.size >= 64 * 1024) this.flush()
-  }
-
-  end() {
-    this.flush()
-    fsyncSync(this.fd)
-  }
-
-  private flush() {
-    if (this.buffered.length === 0) return
-    const bytes = Buffer.from(this.buffered.join("\n") + "\n")
-    for (let at = 0; at < bytes.length;) at += writeSync(this.fd, bytes, at)
-    this.buffered = []
-    this.size = 0
-  }
-}
 
 /**
  * The JSONL store as a layer, with its blob area (`<dataDir>/blobs/`, see `blobs/FileBlobStore`); it

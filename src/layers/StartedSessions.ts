@@ -33,6 +33,7 @@ import type { AgentEvent } from "../domain/AgentEvent.js"
 import { EventStoreFailure } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import { EventStore } from "../services/EventStore.js"
+import * as PlainFiles from "./jsonl/PlainFiles.js"
 import * as PlainRelease from "./PlainRelease.js"
 
 /** A log's first event. */
@@ -88,7 +89,7 @@ const unrecorded = (sessionId: string, reason: "permission_denied" | "disk_full"
 
 /**
  * Records `created` as a session the user started, in `dir` (the config folder): the folder `0700`,
- * the file `0600`, written whole (a temporary file renamed over it).
+ * the file `0600`, written whole (a temporary file of a random name, created exclusively, renamed over it).
  */
 export const record = (dir: string, session: Session.Session): Effect.Effect<void, EventStoreFailure, FileSystem.FileSystem> =>
   Effect.gen(function*() {
@@ -96,16 +97,16 @@ export const record = (dir: string, session: Session.Session): Effect.Effect<voi
     if (Option.isNone(file)) return yield* unrecorded(session.sessionId, "unavailable")
     const fs = yield* FileSystem.FileSystem
     const folder = NodePath.dirname(file.value)
-    const temporary = `${file.value}.${process.pid}.tmp`
+    const denied = (code: string | undefined) => code === "EACCES" || code === "EPERM" || code === "EROFS"
     yield* fs.makeDirectory(folder, { recursive: true, mode: 0o700 }).pipe(
-      Effect.zipRight(fs.writeFileString(temporary, JSON.stringify(entryOf(session)), { mode: 0o600 })),
-      Effect.zipRight(fs.rename(temporary, file.value)),
-      Effect.mapError((error) =>
-        unrecorded(
-          session.sessionId,
-          error._tag === "SystemError" && error.reason === "PermissionDenied" ? "permission_denied" : "unavailable"
-        )
-      )
+      Effect.mapError((error) => error._tag === "SystemError" && error.reason === "PermissionDenied" ? "EACCES" : undefined),
+      // Through a temporary file of a random name, created exclusively: never through a link planted
+      // under a name known in advance (`<file>.<pid>.tmp` was, and was written through).
+      Effect.zipRight(Effect.try({
+        try: () => PlainFiles.replace(file.value, JSON.stringify(entryOf(session))),
+        catch: (error) => (error as NodeJS.ErrnoException).code
+      })),
+      Effect.mapError((code) => unrecorded(session.sessionId, denied(code) ? "permission_denied" : "unavailable"))
     )
   })
 

@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as PlainFiles from "./jsonl/PlainFiles.js"
 import * as SettingsFile from "./settings/SettingsFile.js"
 import { SettingsError } from "./settings/SettingsFile.js"
 
@@ -87,7 +88,6 @@ export const status = (trusted: ReadonlyArray<Entry>, path: string, hash: string
   return ofPath.some((entry) => entry.sha256 === hash) ? "trusted" : ofPath.length > 0 ? "changed" : "untrusted"
 }
 
-let written = 0
 const save = (dir: string, trusted: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -95,13 +95,10 @@ const save = (dir: string, trusted: ReadonlyArray<Entry>) =>
     const fail = (what: string) => (error: { readonly message: string }) =>
       new SettingsError({ reason: "unreadable", message: `${file}: cannot be ${what} (${error.message})` })
     yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.mapError(fail("written")))
-    const temporary = `${file}.${process.pid}.${written++}.tmp`
     const text = JSON.stringify({ version: 1, trusted }, null, 2) + "\n"
-    yield* fs.writeFileString(temporary, text, { mode: 0o600 }).pipe(
-      Effect.zipRight(fs.rename(temporary, file)),
-      Effect.tapError(() => fs.remove(temporary).pipe(Effect.ignore)),
-      Effect.mapError(fail("written"))
-    )
+    // A temporary file of a random name, created exclusively: `<file>.<pid>.<n>.tmp` could be a link
+    // planted in advance, and was written through.
+    yield* Effect.try({ try: () => PlainFiles.replace(file, text), catch: (error) => error as Error }).pipe(Effect.mapError(fail("written")))
   })
 
 /** Records that the user trusts the file at `path` with content hashing to `hash` (replacing what was trusted there before). */

@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, rmSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, statSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -39,9 +39,9 @@ import { AppendIo } from "./AppendIo.js"
 import * as Backups from "./Backups.js"
 import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
+import * as LineWriter from "./LineWriter.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
-import * as WriterLock from "./WriterLock.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -123,6 +123,8 @@ interface Appender {
   readonly sessionId: string
   readonly file: string
   readonly fd: number
+  /** The file's inode when opened: an append made without the lock checks the log's name still names it. */
+  readonly ino: number
   /** Bytes of complete lines in the file. */
   size: number
   /** The last sequence written. */
@@ -175,10 +177,21 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     const scanTail = (sessionId: string, file: string): Effect.Effect<Tail, EventStoreFailure> =>
       Effect.suspend(() => {
         let fd: number
+        let writable = true
         try {
           // Without blocking, as every read of a log: a named pipe in a log's place held the whole
-          // process in open(2) (readTail then refuses anything but a regular file).
-          fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+          // process in open(2) (readTail then refuses anything but a regular file). For writing too
+          // when it may be: a torn tail is cut off through this descriptor, the file checked, never
+          // by name (a link swapped in for the log meanwhile had the file it named cut).
+          const flags = constants.O_NOFOLLOW | constants.O_NONBLOCK
+          try {
+            fd = openSync(file, constants.O_RDWR | flags)
+          } catch (error) {
+            const code = (error as NodeJS.ErrnoException).code
+            if (code !== "EACCES" && code !== "EPERM" && code !== "EROFS") throw error
+            writable = false
+            fd = openSync(file, constants.O_RDONLY | flags)
+          }
         } catch (error) {
           return (error as NodeJS.ErrnoException).code === "ENOENT"
             ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
@@ -186,7 +199,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         }
         let found: TailScan
         try {
-          found = readTail(fd, file, sessionId)
+          found = readTail(fd, file, sessionId, writable)
         } catch (error) {
           return Effect.fail(fromNode("append", file, sessionId)(error))
         } finally {
@@ -204,7 +217,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     const firstRead = 4 * 1024
 
     /** {@link scanTail} on an open log; throws what `node:fs` throws. */
-    const readTail = (fd: number, file: string, sessionId: string): TailScan => {
+    const readTail = (fd: number, file: string, sessionId: string, writable: boolean): TailScan => {
       const stat = fstatSync(fd)
       if (!stat.isFile()) return corrupt(file, sessionId, undefined, "not a regular file")
       const size = stat.size
@@ -229,7 +242,8 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         const validSize = lastNewline === -1 ? 0 : size - window + lastNewline + 1
         if (validSize < size) {
           if (recovery === "strict") return corrupt(file, sessionId, undefined, "the last line is torn (no newline) and recovery is strict", "torn_line")
-          truncateSync(file, validSize)
+          if (!writable) throw Object.assign(new Error("the log cannot be written"), { code: "EACCES" })
+          io.truncate(fd, validSize)
         }
         const cut = size - validSize
         if (lastNewline === -1) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut }
@@ -286,16 +300,19 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
      */
     const upgrade = (sessionId: string, file: string, version: number) =>
       Effect.gen(function*() {
-        const events = yield* Stream.runCollect(options.readLog(sessionId, file))
-        const text = [LogLines.header, ...Array.from(events, AgentEvent.encodeJson)].join("\n") + "\n"
         const temporary = `${file}.upgrade`
-        yield* Effect.try({
-          try: () => {
-            rmSync(temporary, { force: true })
-            WriterLock.writeNewFile(temporary, text, fsync)
-          },
-          catch: fromNode("append", temporary, sessionId)
-        })
+        const cannotWrite = fromNode("append", temporary, sessionId)
+        // Streamed: the log's events read a chunk at a time and written in writes of about 64 KiB.
+        // The new log was built whole in memory (every event collected, then joined into one
+        // string): a 200 MB version-0 log needed several times that, and one past 512 MB failed.
+        yield* LineWriter.newLog(temporary, cannotWrite, (out) =>
+          Stream.runForEachChunk(options.readLog(sessionId, file), (events) =>
+            Effect.try({
+              try: () => {
+                for (const event of events) out.push(AgentEvent.encodeJson(event))
+              },
+              catch: cannotWrite
+            })).pipe(Effect.zipRight(Effect.try({ try: () => out.end(fsync), catch: cannotWrite }))))
         yield* Effect.try({ try: () => Backups.keepBeside(file, `${file}.v${version}`), catch: fromNode("append", file, sessionId) })
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
@@ -329,6 +346,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
               sessionId,
               file,
               fd,
+              ino: fstatSync(fd).ino,
               size: Math.max(tail.size, 0),
               last,
               accepted: last,
@@ -407,8 +425,40 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         undo(appender, before)
         return fromNode("append", appender.file, appender.sessionId)(error)
       }
+      if (!appender.trusted && replaced(appender)) return takeBack(appender, before)
       appender.size = before + size
       return undefined
+    }
+
+    /**
+     * Whether the log's name no longer names the file an append without the lock just wrote to: a
+     * `repair` (or an upgrade) renamed a new log over it between the append's check of its size and
+     * its write, so the lines went into the original — `<file>.bak` — not the log. Only appends
+     * without the lock can meet this (a holder excludes repair); one `stat` each, as their check.
+     */
+    const replaced = (appender: Appender): boolean => {
+      try {
+        return statSync(appender.file, { throwIfNoEntry: false })?.ino !== appender.ino
+      } catch {
+        return true
+      }
+    }
+
+    /** The lines just written to a replaced log's original are cut off again there; the append fails, nothing stored. */
+    const takeBack = (appender: Appender, before: number): EventStoreFailure => {
+      try {
+        io.truncate(appender.fd, before)
+      } catch {
+        // The original is no one's log any more: lines left in it are in a backup, never read as the log.
+      }
+      drop(appender)
+      return new EventStoreFailure({
+        reason: "unavailable",
+        operation: "append",
+        sessionId: appender.sessionId,
+        path: appender.file,
+        detail: "the log was replaced (repaired or upgraded) while this append was written; nothing was appended"
+      })
     }
 
     const undo = (appender: Appender, size: number) => {

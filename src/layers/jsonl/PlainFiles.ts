@@ -13,7 +13,8 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs"
 
 const notRegular = () => Object.assign(new Error("not a regular file"), { code: "EINVAL" })
 
@@ -55,12 +56,33 @@ export const appendText = (file: string, text: string): void => {
  * a repository planted included — so nothing is ever written through one, and no `chmod` by name
  * follows (it would follow a link too).
  */
-export const writeNew = (file: string, text: string): void => {
+export const writeNew = (file: string, data: string | Uint8Array): void => {
   const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
   try {
-    writeSync(fd, text)
+    const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data
+    for (let at = 0; at < bytes.byteLength;) at += writeSync(fd, bytes, at)
   } finally {
     closeSync(fd)
+  }
+}
+
+/** A temporary file's name beside `file`, random: no one can plant a link under it in advance. */
+export const temporaryBeside = (file: string): string => `${file}.${randomBytes(8).toString("hex")}.tmp`
+
+/**
+ * Replaces `file` whole with `data` (`0600`): written to a temporary file of a random name created by
+ * {@link writeNew}, then renamed over it, so a reader sees the old file or the new one. A name made of
+ * the pid (`<file>.<pid>.tmp`) can be planted as a link in advance, and a `"w"` open writes through it.
+ * On failure the temporary file is removed and the error thrown.
+ */
+export const replace = (file: string, data: string | Uint8Array): void => {
+  const temporary = temporaryBeside(file)
+  try {
+    writeNew(temporary, data)
+    renameSync(temporary, file)
+  } catch (error) {
+    rmSync(temporary, { force: true })
+    throw error
   }
 }
 

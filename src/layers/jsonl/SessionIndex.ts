@@ -55,6 +55,7 @@ import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as LogSeek from "./LogSeek.js"
 import * as PlainFiles from "./PlainFiles.js"
+import * as WriterLock from "./WriterLock.js"
 
 /** How much of a grown log is read at a time. */
 const chunkBytes = 64 * 1024
@@ -528,6 +529,33 @@ export const make = (options: Options) => {
   })
 
   /**
+   * After this listing cleared the journal: each session it learnt is being written is announced
+   * again (`+ <id>`) in the writers' next journal, while its writer lock is held. Index saves are
+   * last-wins: another listing clearing at the same moment, which read an older journal, may save
+   * after this one, and the `+` lines this one read went with the file it cleared — so no later
+   * listing would hear them, and those sessions' appends under their locks (which write no line)
+   * would go unlisted until the rotation came round. Announced again, the next listing reads them
+   * whoever's index won (a cleared index reads the next journal from its start). A session whose
+   * lock is free (let go, its `-` perhaps in the file cleared) is not announced and is checked now.
+   * One `write(2)`, a few lines (the sessions held); a journal that cannot be written costs what a
+   * lost `+` did before.
+   */
+  const announceWriting = (read: JournalRead): JournalRead => {
+    const writing = new Set<string>()
+    for (const sessionId of read.writing) {
+      if (WriterLock.mayBeHeld(path.join(options.sessionsDir, `${sessionId}.jsonl`))) writing.add(sessionId)
+    }
+    if (writing.size > 0) {
+      try {
+        PlainFiles.appendText(journalFile, [...writing].map((sessionId) => `+ ${sessionId}\n`).join(""))
+      } catch {
+        // As a journal line a writer cannot write: a stale warm listing, never a failed one.
+      }
+    }
+    return { ...read, changed: new Set([...read.changed, ...read.writing]), writing }
+  }
+
+  /**
    * Every session's summary, most recently active first (`byRecentActivity`), bringing the index up
    * to date with the logs on disk. A log that cannot be read is reported as damaged, with the reason;
    * the others are listed all the same.
@@ -556,7 +584,7 @@ export const make = (options: Options) => {
         // records it cleared (the writers' next journal is read whole, see `clearJournal`).
         if (read.size < compactJournalAt || read.read.offset !== read.size) return read
         const cleared = clearJournal(journalFile, read.read)
-        return { read: cleared.read, same: read.same && cleared.same }
+        return { read: cleared.read.inode === 0 ? announceWriting(cleared.read) : cleared.read, same: read.same && cleared.same }
       },
       catch: (error) =>
         new EventStoreFailure({ reason: "unavailable", operation: "list", path: journalFile, detail: `could not read the index's journal: ${(error as NodeJS.ErrnoException).code ?? String(error)}` })

@@ -214,6 +214,29 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
 }
 
 /**
+ * Whether some process may hold the writer lock of `logFile` now: its highest generation is not
+ * released and its holder is not known to be dead (alive, or on another machine or container). Only
+ * reads, never through a link; a lock folder that is missing, a link or unreadable is not held. A
+ * look, not a lock: the answer may change as soon as it is given.
+ */
+export const mayBeHeld = (logFile: string): boolean => {
+  const dir = lockDirOf(logFile)
+  try {
+    if (!lstatSync(dir).isDirectory()) return false
+    const names = readdirSync(dir)
+    const all = generations(names)
+    if (all.length === 0) return false
+    const highest = Math.max(...all)
+    if (names.includes(`${highest}.released`)) return false
+    const text = readRecord(join(dir, `${highest}.json`))
+    const holder = text === undefined ? undefined : Holder.parse(text)
+    return holder !== undefined && Holder.liveness(holder) !== "dead"
+  } catch {
+    return false
+  }
+}
+
+/**
  * Who holds the lock, for `SessionBusy`. A holder this process cannot see (another machine, or a
  * container of this machine in another pid namespace) may be long gone, and this lock has no
  * expiry: the text says what to remove then — by its name in the data dir, never a runtime path
