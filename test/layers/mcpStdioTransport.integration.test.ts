@@ -3,7 +3,7 @@
  * the bound, and a server that closes its stdout (seen before only through the SDK's private
  * `_process`).
  */
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { lineSplitter, StdioTransport } from "../../src/layers/mcp/StdioTransport.js"
 import { alive } from "../processes.js"
 
@@ -52,5 +52,31 @@ describe("StdioTransport", () => {
     await until(() => !alive(pid!))
     await transport.close()
     expect(closed).toBe(1)
+  })
+})
+
+describe("StdioTransport: a server's group once gone", () => {
+  // Before, close() signalled `-pid` whenever `kill(-pid, 0)` answered, even long after the server
+  // had exited and its group was gone (a crash early in a `serve` session): by then the pid could
+  // lead a new group — one of the agent's own detached shell commands — and got SIGTERM, then SIGKILL.
+  it("a server that exited and left nothing running is never signalled again, even if its pid comes to lead another group", async () => {
+    const transport = new StdioTransport({ command: process.execPath, args: ["-e", ""], env: {}, cwd: process.cwd() })
+    let closed = 0
+    transport.onclose = () => closed++
+    await transport.start()
+    await until(() => closed > 0)
+    // From here `kill(-pid, 0)` answers as for a live group: the pid was reused.
+    const sent: Array<string | number | undefined> = []
+    const kill = vi.spyOn(process, "kill").mockImplementation((pid, signal) => {
+      if (pid >= 0) throw new Error("only groups are signalled")
+      sent.push(signal)
+      return true
+    })
+    try {
+      await transport.close()
+    } finally {
+      kill.mockRestore()
+    }
+    expect(sent.filter((signal) => signal !== 0)).toEqual([])
   })
 })

@@ -7,7 +7,7 @@
  *
  * A schema is taken when it is valid against the meta-schema of JSON Schema 2020-12 (what Anthropic
  * reads, MCP's default dialect) or of draft-07 (what most servers' generators write), its `$schema`
- * aside, and each of its `$ref`s within the document (`#/…`, `#name`) leads somewhere. Only what
+ * aside, and each of its `$ref`s within the document (`#/…`, `#name`), outside data keywords, leads somewhere. Only what
  * neither draft takes is refused, so a server's valid schema of either is never left out.
  *
  * Checked with Ajv (the SDK's own validator) validating the schema as data against the meta-schemas,
@@ -49,18 +49,38 @@ const shown = (reason: string): string => {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** Every object of `schema`, the root first (depth was bounded before: `McpConnection.maxJsonDepth`). */
-const objectsOf = (schema: unknown): ReadonlyArray<Record<string, unknown>> => {
+/**
+ * Keywords whose value is data, not a schema: a `$ref`, `$id` or `$anchor` there is a value (a tool
+ * taking an OpenAPI fragment shows `examples: [{ $ref: "#/components/schemas/Pet" }]`). `example` is
+ * OpenAPI's.
+ */
+const dataKeywords: ReadonlySet<string> = new Set(["default", "examples", "example", "enum", "const"])
+/** Keywords whose value maps names (chosen by the server: `default`, `enum`, …) to schemas. */
+const namedSchemaKeywords: ReadonlySet<string> = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"])
+
+/**
+ * Every schema object of `schema`, the root first (depth was bounded before: `McpConnection.maxJsonDepth`).
+ * Data keywords are not entered; unknown keywords are, as schemas (so a reference there is still checked).
+ */
+const schemasOf = (schema: unknown): ReadonlyArray<Record<string, unknown>> => {
   const found: Array<Record<string, unknown>> = []
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) return node.forEach(walk)
     if (!isObject(node)) return
     found.push(node)
-    for (const child of Object.values(node)) walk(child)
+    for (const [keyword, value] of Object.entries(node)) {
+      if (dataKeywords.has(keyword)) continue
+      if (namedSchemaKeywords.has(keyword) && isObject(value)) Object.values(value).forEach(walk)
+      else walk(value)
+    }
   }
   walk(schema)
   return found
 }
+
+/** A schema's `$id`, or draft-04's `id` (the same keyword before draft-06), when a string. */
+const idOf = (node: Readonly<Record<string, unknown>>): string | undefined =>
+  typeof node.$id === "string" ? node.$id : typeof node.id === "string" ? node.id : undefined
 
 /** The value a JSON pointer (`/$defs/a`, escapes `~0` `~1` and `%XX` decoded) leads to from `root`, or `undefined`. */
 const pointed = (root: unknown, pointer: string): unknown => {
@@ -81,13 +101,14 @@ const pointed = (root: unknown, pointer: string): unknown => {
 
 /**
  * The first `$ref` within the document that leads nowhere, or `undefined`. A schema with an `$id`
- * below its root is not looked at: there a reference resolves against that subschema, not the root.
+ * (or draft-04 `id`) other than an anchor below its root is not looked at: there a reference
+ * resolves against that subschema, not the root.
  */
 const brokenRef = (schema: Readonly<Record<string, unknown>>): string | undefined => {
-  const objects = objectsOf(schema)
-  if (objects.some((node, index) => index > 0 && typeof node.$id === "string")) return undefined
-  const anchors = new Set(objects.flatMap((node) => [node.$anchor, node.$dynamicAnchor, typeof node.$id === "string" && node.$id.startsWith("#") ? node.$id.slice(1) : undefined]))
-  for (const node of objects) {
+  const schemas = schemasOf(schema)
+  if (schemas.some((node, index) => index > 0 && idOf(node)?.startsWith("#") === false)) return undefined
+  const anchors = new Set(schemas.flatMap((node) => [node.$anchor, node.$dynamicAnchor, idOf(node)?.startsWith("#") ? idOf(node)!.slice(1) : undefined]))
+  for (const node of schemas) {
     const ref = node.$ref
     if (typeof ref !== "string" || !ref.startsWith("#")) continue
     const fragment = ref.slice(1)

@@ -82,6 +82,11 @@ export class StdioTransport implements Transport {
   private closed = false
   // Set while close() stops the server in the spec's order: its end then sends no early SIGTERM.
   private stopping = false
+  // The server's process group (its direct child's pid), forgotten once that child has exited and
+  // the group has been seen empty: the pid may then lead another group (one of the agent's own
+  // detached shell commands), which no signal of this transport may reach.
+  private group: number | undefined
+  private exited = false
 
   constructor(private readonly params: Params) {}
 
@@ -98,6 +103,12 @@ export class StdioTransport implements Transport {
         detached: true
       })
       this.child = child
+      this.group = child.pid
+      // Looked at once at the exit: a server that left nothing running is forgotten at once.
+      child.once("exit", () => {
+        this.exited = true
+        this.groupRunning()
+      })
       child.once("spawn", () => resolve())
       child.on("error", (error) => {
         reject(error)
@@ -155,16 +166,22 @@ export class StdioTransport implements Transport {
     this.ended()
   }
 
-  /** Whether any process of the server's group runs (its direct child, or what that started and left). */
+  /**
+   * Whether any process of the server's group runs (its direct child, or what that started and left).
+   * A group seen empty after its leader's exit is forgotten: the kernel keeps a pid from reuse only
+   * while a process or group holds it.
+   */
   private groupRunning(): boolean {
-    const pid = this.child?.pid
+    const pid = this.group
     if (pid === undefined) return false
     try {
       process.kill(-pid, 0)
       return true
     } catch (error) {
       // EPERM: a process of the group runs as another user (a setuid program) — still running.
-      return (error as NodeJS.ErrnoException).code === "EPERM"
+      if ((error as NodeJS.ErrnoException).code === "EPERM") return true
+      if (this.exited) this.group = undefined
+      return false
     }
   }
 
@@ -218,8 +235,8 @@ export class StdioTransport implements Transport {
 
   /** `signal` to the server's whole process group (what its direct child started too, even after that exited). */
   private kill(signal: NodeJS.Signals): void {
-    const pid = this.child?.pid
-    if (pid === undefined) return
+    if (!this.groupRunning()) return
+    const pid = this.group!
     try {
       process.kill(-pid, signal)
     } catch {
