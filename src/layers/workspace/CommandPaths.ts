@@ -583,8 +583,8 @@ const knownPathWords = (words: ReadonlyArray<CommandLine.Word>, line: CommandLin
  * The PATH an inner script (`eval '…'`, `bash -c '…'`) starts with: the line's, or the last one its command sets before it
  * (`PATH=bin eval …`, `env PATH=bin bash -c …`), or none when the shell expands it (its `$PATH` stays unknown: review 53).
  */
-const innerPath = (before: ReadonlyArray<CommandLine.Word>, line: CommandLine.Word | undefined, path: string | undefined): string | undefined => {
-  const set = searchWords("PATH", before).at(-1) ?? line
+const innerPath = (before: CommandLine.Word | undefined, line: CommandLine.Word | undefined, path: string | undefined): string | undefined => {
+  const set = before ?? line
   return set === undefined ? path : set.expands ? undefined : set.value.slice("PATH=".length)
 }
 /**
@@ -1051,7 +1051,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const linePath = searchPaths.get("PATH")
     const words = options.path === undefined ? given : knownPathWords(given, linePath, options.path)
     // The PATH a script the k-th word holds starts with.
-    const pathAt = (k: number) => innerPath(words.slice(0, k), linePath, options.path)
+    const pathAt = (k: number) => innerPath(searchWords("PATH", words.slice(0, k)).at(-1), linePath, options.path)
     const gitsBefore = gits.length
     let at = 0
     while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
@@ -1256,10 +1256,13 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
     if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value, false, pathAt(words.length))
     if (runsAnother) {
-      words.forEach((w, k) => {
+      // The last `PATH=` word so far, kept as the words go (a command may hold 20,000 of them).
+      let pathBefore: CommandLine.Word | undefined
+      for (const w of words) {
         const text = w === script ? undefined : CommandLine.lineInWord(w)
-        if (text !== undefined) lineIn(text, true, pathAt(k))
-      })
+        if (text !== undefined) lineIn(text, true, innerPath(pathBefore, linePath, options.path))
+        if (searchWords("PATH", [w]).length > 0) pathBefore = w
+      }
     }
     // The command's gits, its own (first) and its scripts', whose folders are known only when they run.
     for (let i = gitsBefore; i < gits.length; i++) {
