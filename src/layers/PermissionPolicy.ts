@@ -350,8 +350,11 @@ const pathMatches = (rule: Checked, p: PathAccess, cwd: string): boolean => {
 /**
  * The folder a call walks (`grep -r x W`, `find W`, the `grep` tool) under which a deny or ask path
  * rule may match, if any: a rule that fences `W/secret` concerns a read of the whole tree `W`. A
- * relative rule concerns a walk of cwd or of a folder above it; an absolute one a walk of any
- * folder a match may lie under.
+ * relative rule concerns a walk of cwd or of a folder above it, and of any folder its pattern may
+ * reach below by that folder's name relative to cwd: one inside it (`src` for a rule on
+ * `src/secret`), or one outside it read as `../…` (a rule starting with `**` reaches below every
+ * folder: `grep -r x /usr/include` asks). An absolute rule concerns a walk of any folder a match may
+ * lie under.
  */
 const walkInto = (rule: Checked, p: PathAccess, cwd: string, fenced: boolean): string | undefined => {
   // A tool's own walk leaves out what the rules fence (see `fence`), when the engine running it applies

@@ -188,6 +188,51 @@ describe("round 27's over-asks (CommandPaths)", () => {
   })
 })
 
+describe("$PATH as bash reads it (review 53: CommandPaths.knownPathWord; each line that asks ran bin/git and was allowed on 27240b4)", () => {
+  /** A repository whose `bin/git` leaves `ran` in it. */
+  const planted = () => {
+    const cwd = folder({ "bin/git": "#!/bin/sh\n" })
+    writeFileSync(join(cwd, "bin", "git"), `#!/bin/sh\ntouch ${JSON.stringify(join(cwd, "ran"))}\n`)
+    return cwd
+  }
+
+  it("a command's prefix assignments, left to right, and an inner script's line PATH", async () => {
+    for (const line of [
+      "PATH=bin PATH=$PATH:/usr/bin git status",
+      "PATH=bin PATH=$PATH:/usr/bin; git status",
+      "PATH=bin PATH=/opt/x:$PATH:/usr/bin git status",
+      "PATH=bin eval 'PATH=$PATH:/usr/bin git status'",
+      "PATH=bin:/bin; bash -c 'PATH=$PATH:/usr/bin git status'",
+      "PATH=bin:/bin; eval 'PATH=$PATH:/usr/bin git status'",
+      "PATH=bin:/bin bash -c 'PATH=$PATH:/usr/bin git status'",
+      "env PATH=bin:/bin bash -c 'PATH=$PATH:/usr/bin git status'",
+      "PATH=bin:/bin; bash -c 'git status' PATH=/usr/bin",
+      "PATH=bin:/bin; bash -c 'git status'",
+      "PATH=bin:/bin; eval 'git status'",
+      "PATH=bin:/bin; eval 'PATH=$PATH git status'",
+      "PATH=bin PATH=$(pwd)/x:$PATH:/usr/bin git status",
+      "PATH=bin:/bin; eval 'eval \"PATH=\\$PATH:/usr/bin git status\"'"
+    ]) {
+      expect(runs(planted(), line), `${line} runs bin/git`).toBe(true)
+      expect.soft((await decide(planted(), line)).decision, line).toBe("ask")
+    }
+  })
+
+  it("the environment's PATH where the line set none, or after it (round 28's allows hold)", async () => {
+    for (const line of [
+      "PATH=$PATH:/opt/x git status",
+      "PATH=$PATH:/opt/x PATH=$PATH:/opt/y git status",
+      "eval 'PATH=$PATH:/usr/bin git status'",
+      "bash -c 'PATH=$PATH:/usr/bin git status'",
+      "PATH=/opt/x eval 'PATH=$PATH:/usr/bin git status'",
+      "env PATH=/usr/bin bash -c 'PATH=$PATH:/opt/x git status'"
+    ]) {
+      expect(runs(planted(), line), `${line} runs bin/git`).toBe(false)
+      expect((await decide(planted(), line)).decision, line).toBe("allow")
+    }
+  })
+})
+
 describe("held, pinned: what the line itself shows, or reads no program (round 28's decisions)", () => {
   it("a variable naming the program the line runs, or a file that is data, is the rule's", async () => {
     const cwd = folder({ "d.json": "{}\n", "x.js": "", "m": "" })

@@ -564,6 +564,30 @@ const knownPathWord = (w: CommandLine.Word, before: CommandLine.Word | undefined
   return { ...w, value, expands: false, quoted: [...value].map(() => true) }
 }
 /**
+ * A command's words with `$PATH` read (see `knownPathWord`), from `line` (the line's PATH before the command). Bash assigns a
+ * command's prefix `NAME=value` words left to right, each `$PATH` the one before (`PATH=bin PATH=$PATH:/usr/bin git status`
+ * ran `bin/git`: review 53), and expands its arguments before any (`export PATH=$PATH:/x` reads the line's).
+ */
+const knownPathWords = (words: ReadonlyArray<CommandLine.Word>, line: CommandLine.Word | undefined, path: string): ReadonlyArray<CommandLine.Word> => {
+  let running = line
+  let prefix = true
+  return words.map((w, k) => {
+    // An assignment's name is unquoted, so its raw text shows it (`PATH=$PATH:/x` expands: its value does not tell).
+    prefix &&= assignment.test(w.raw) || (reservedWords.has(w.raw) && words.slice(0, k).every((r) => reservedWords.has(r.raw)))
+    const read = knownPathWord(w, prefix ? running : line, path) ?? w
+    if (prefix && searchWords("PATH", [w]).length > 0) running = read
+    return read
+  })
+}
+/**
+ * The PATH an inner script (`eval '…'`, `bash -c '…'`) starts with: the line's, or the last one its command sets before it
+ * (`PATH=bin eval …`, `env PATH=bin bash -c …`), or none when the shell expands it (its `$PATH` stays unknown: review 53).
+ */
+const innerPath = (before: CommandLine.Word | undefined, line: CommandLine.Word | undefined, path: string | undefined): string | undefined => {
+  const set = before ?? line
+  return set === undefined ? path : set.expands ? undefined : set.value.slice("PATH=".length)
+}
+/**
  * Whether a command's program is a file of the repository the line names (`./build/app`, `build/app`): what it loads
  * from the search paths its command sets is its own code, which the rule chose to run (round 28).
  */
@@ -962,13 +986,13 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   }
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
-  const lineIn = (text: string, perhaps = false) => {
+  const lineIn = (text: string, perhaps = false, path = options.path) => {
     const parsed = CommandLine.tokenize(text)
     if (parsed.unterminated || parsed.invalid !== undefined) {
       if (!perhaps) unknown.push({ word: text, why: "a script that cannot be read" })
       return
     }
-    const inner = named(parsed.tokens, true, depth + 1, { cdSearched, path: options.path })
+    const inner = named(parsed.tokens, true, depth + 1, { cdSearched, path })
     files.push(...inner.files)
     const readByGit = new Set(inner.readByGit)
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
@@ -1024,7 +1048,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   for (const w of redirected) word(w, [])
   for (const { words: given, hereStrings } of commands) {
     // `PATH=$PATH:/opt/x` read as the value the shell gives it (see `knownPathWord`).
-    const words = options.path === undefined ? given : given.map((w) => knownPathWord(w, searchPaths.get("PATH"), options.path!) ?? w)
+    const linePath = searchPaths.get("PATH")
+    const words = options.path === undefined ? given : knownPathWords(given, linePath, options.path)
+    // The PATH a script the k-th word holds starts with.
+    const pathAt = (k: number) => innerPath(searchWords("PATH", words.slice(0, k)).at(-1), linePath, options.path)
     const gitsBefore = gits.length
     let at = 0
     while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
@@ -1134,8 +1161,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     // is its code with whatever it loads: the rule chose to run it (round 28; it asked before).
     if (exports(program, args)) searchSet(words)
     else if (!ownProgram(programWord)) {
-      for (const { variable, language, folders, entries } of searchVariables) {
-        const set = searchWords(variable, words).at(-1) ?? searchPaths.get(variable)
+      // The command's own value (its prefix's, or the line's) is where its program is looked up, and one its arguments
+      // set (`env PATH=x cmd`) its program's: both are read (review 53: the quoted `PATH=…` script of `eval 'PATH=$PATH
+      // git status'` hid the line's `PATH=bin:/bin`).
+      const setBy = (variable: string) => [searchWords(variable, words.slice(0, at)).at(-1) ?? searchPaths.get(variable), searchWords(variable, args).at(-1)]
+      for (const { variable, language, folders, entries, set } of searchVariables.flatMap((v) => [...new Set(setBy(v.variable))].map((set) => ({ ...v, set })))) {
         if (set === undefined || set.expands) continue
         const value = set.value.slice(variable.length + 1)
         // Absolute entries too: one naming a folder of the repository (`PATH=/abs/repo/bin:/usr/bin`) is one (round 28);
@@ -1222,13 +1252,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const shell = words.findIndex((w, k) => k >= at && !w.expands && shells.test(NodePath.basename(w.value)))
     const flag = shell < 0 ? -1 : words.findIndex((w, k) => k > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
     const script = flag < 0 ? undefined : words[flag + 1]
-    if (script !== undefined && !script.expands && depth < 4) lineIn(script.value)
+    if (script !== undefined && !script.expands && depth < 4) lineIn(script.value, false, pathAt(flag + 1))
     // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
-    if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value)
+    if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value, false, pathAt(words.length))
     if (runsAnother) {
+      // The last `PATH=` word so far, kept as the words go (a command may hold 20,000 of them).
+      let pathBefore: CommandLine.Word | undefined
       for (const w of words) {
         const text = w === script ? undefined : CommandLine.lineInWord(w)
-        if (text !== undefined) lineIn(text, true)
+        if (text !== undefined) lineIn(text, true, innerPath(pathBefore, linePath, options.path))
+        if (searchWords("PATH", [w]).length > 0) pathBefore = w
       }
     }
     // The command's gits, its own (first) and its scripts', whose folders are known only when they run.
