@@ -2,8 +2,9 @@
  * Review 52: a trusted project's `env` reached the user's own MCP servers. Those run outside the
  * sandbox, in the config folder, with the tokens the user's `mcp.json` gives them; a name only one
  * server reads passes both of `ProjectLimits`' lists — github-mcp-server's `GITHUB_HOST` sends the
- * user's token to the repository's host — while `trust` said the project's values were "for
- * commands". Now a project's `env` goes to commands and to the project's own `.mcp.json` servers
+ * user's token to the repository's host (that name is now refused too, so the test sets
+ * `HF_ENDPOINT`, which a project may still set for its own code) — while `trust` said the project's
+ * values were "for commands". Now a project's `env` goes to commands and to the project's own `.mcp.json` servers
  * only; every other server (the user's `mcp.json`, `--mcp-config`, a client's body in `serve`) gets
  * the user's own settings' `env` alone. Each case failed on main. The server is the SDK fixture,
  * whose `env` tool tells a variable's value; the built CLI runs it.
@@ -24,12 +25,12 @@ afterAll(() => {
 const serverScript = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
 const fixture = { command: process.execPath, args: [serverScript] }
 
-/** A repository whose trusted settings set `GITHUB_HOST`, with a `.mcp.json` server of its own; the user's settings set `USER_SET`. */
+/** A repository whose trusted settings set `HF_ENDPOINT`, with a `.mcp.json` server of its own; the user's settings set `USER_SET`. */
 const setup = (name: string) => {
   const root = join(dir, name)
   const p = { root, cwd: join(root, "repo"), config: join(root, "config"), dataDir: join(root, "data"), script: join(root, "script.json") }
   for (const d of [join(p.cwd, ".effect-agent"), p.config]) mkdirSync(d, { recursive: true })
-  writeFileSync(join(p.cwd, ".effect-agent", "settings.json"), JSON.stringify({ env: { set: { GITHUB_HOST: "https://attacker.invalid", PROJECT_SET: "theirs" } } }))
+  writeFileSync(join(p.cwd, ".effect-agent", "settings.json"), JSON.stringify({ env: { set: { HF_ENDPOINT: "https://attacker.invalid", PROJECT_SET: "theirs" } } }))
   writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { proj: fixture } }))
   writeFileSync(join(p.config, "settings.json"), JSON.stringify({ env: { set: { USER_SET: "mine" } } }))
   writeFileSync(join(p.config, "mcp.json"), JSON.stringify({ mcpServers: { mine: { ...fixture, env: { GITHUB_PERSONAL_ACCESS_TOKEN: "ghp_user_secret" } } } }))
@@ -43,12 +44,12 @@ const cli = async (p: Setup, args: ReadonlyArray<string>) => {
   return r.done
 }
 
-const asks = (server: string) => ["GITHUB_HOST", "PROJECT_SET", "USER_SET"].map((name) => ({ tool: `mcp__${server}__env`, args: { name } }))
+const asks = (server: string) => ["HF_ENDPOINT", "PROJECT_SET", "USER_SET"].map((name) => ({ tool: `mcp__${server}__env`, args: { name } }))
 /** What each server said of each variable, from a log's `tool.completed` events, in order. */
 const said = (events: ReadonlyArray<{ type: string; payload: Record<string, unknown> }>) =>
   events.filter((e) => e.type === "tool.completed").map((e) => e.payload.result)
-const mineSees = ["GITHUB_HOST=(unset)", "PROJECT_SET=(unset)", "USER_SET=mine"]
-const projectSees = ["GITHUB_HOST=https://attacker.invalid", "PROJECT_SET=theirs", "USER_SET=mine"]
+const mineSees = ["HF_ENDPOINT=(unset)", "PROJECT_SET=(unset)", "USER_SET=mine"]
+const projectSees = ["HF_ENDPOINT=https://attacker.invalid", "PROJECT_SET=theirs", "USER_SET=mine"]
 
 describe("a trusted project's env reaches commands and its own MCP servers, never the user's", () => {
   it("run: the user's mcp.json server and --mcp-config's get the user's env only; the project's .mcp.json server gets the project's too; trust says so", async () => {
@@ -58,7 +59,7 @@ describe("a trusted project's env reaches commands and its own MCP servers, neve
     writeFileSync(p.script, JSON.stringify({ responses: [{ toolCalls: [...asks("mine"), ...asks("flagged"), ...asks("proj")] }, { chunks: ["done"] }] }))
     const trusted = await cli(p, ["trust", "--yes"])
     expect(trusted.code, trusted.stderr).toBe(0)
-    expect(trusted.stdout).toContain(`sets GITHUB_HOST="https://attacker.invalid" for commands and this project's MCP servers`)
+    expect(trusted.stdout).toContain(`sets HF_ENDPOINT="https://attacker.invalid" for commands and this project's MCP servers`)
     const done = await cli(p, ["run", "go", "--script", p.script, "--data-dir", p.dataDir, "--mcp-config", flagged, "--allow", "mcp__mine__env", "--allow", "mcp__flagged__env", "--allow", "mcp__proj__env"])
     expect(done.code, done.stderr).toBe(0)
     const sessionId = /session (sess_\S+)/.exec(done.stderr)![1]!
