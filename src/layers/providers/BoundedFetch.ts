@@ -32,17 +32,57 @@ export const oversizedEvent = (limit: number = maxEventBytes): ProviderFailure =
 /** The `fetch` the SDKs call: both type it so. */
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
 
+/**
+ * What a bound does with each chunk of a body: passes bytes on (`enqueue`), holds them, or ends the
+ * body; `true` once the chunk answered the read (something passed on, or the body ended).
+ */
+interface Bound {
+  readonly take: (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => boolean
+  readonly flush: (controller: ReadableStreamDefaultController<Uint8Array>) => void
+}
+
+/**
+ * `body` read through `bound`, one read of `body` for each read of the SDK while nothing is held. A
+ * pull source rather than `pipeThrough` a `TransformStream`: a pipe puts a writer and a reader, with
+ * their promises, between the socket and the SDK for every chunk, and a vendor's stream is one event
+ * a chunk (bench row 10). In alternated rounds of row 10 this source is level with no bound at all
+ * (docs/benchmarks.md, "mend51prov"). A bound that ends the body lets go of the connection.
+ */
+const boundedBody = (body: ReadableStream<Uint8Array>, boundOf: (letGo: () => void) => Bound): ReadableStream<Uint8Array> => {
+  const reader = body.getReader()
+  const bound = boundOf(() => void reader.cancel().catch(() => undefined))
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      // A held chunk answers no read, and a pull that enqueues nothing is not called again: read on.
+      for (;;) {
+        const read = await reader.read()
+        if (read.done) {
+          bound.flush(controller)
+          return controller.close()
+        }
+        if (bound.take(read.value, controller)) return
+      }
+    },
+    cancel: (reason) => reader.cancel(reason)
+  }, { highWaterMark: 0 })
+}
+
 /** A body cut after `limit` bytes: the bytes before are passed on, the rest is not read (the connection is let go). */
-const cutAfter = (limit: number) => {
+const cutAfter = (limit: number) => (letGo: () => void): Bound => {
   let kept = 0
-  return new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
+  return {
+    take(chunk, controller) {
       const room = limit - kept
       kept += Math.min(room, chunk.byteLength)
       controller.enqueue(chunk.byteLength <= room ? chunk : chunk.subarray(0, room))
-      if (kept >= limit) controller.terminate()
-    }
-  })
+      if (kept >= limit) {
+        controller.close()
+        letGo()
+      }
+      return true
+    },
+    flush: () => {}
+  }
 }
 
 /** The fewest bytes of an event not yet ended that are held back before they are passed on (see {@link eventsUpTo}). */
@@ -56,34 +96,42 @@ const heldBytes = 1024 * 1024
  * it again from the start, so that one long event in the 64 KiB chunks the socket gives cost time
  * growing with its square (OpenAI's: 16 MiB took 78 s at load 20, 5 s in chunks of 1 MiB).
  */
-const eventsUpTo = (limit: number) => {
+const eventsUpTo = (limit: number) => (letGo: () => void): Bound => {
   const over = eventCounter(limit)
   let held: Array<Uint8Array> = []
   let heldSize = 0
-  const release = (controller: TransformStreamDefaultController<Uint8Array>) => {
+  const release = (controller: ReadableStreamDefaultController<Uint8Array>) => {
     if (heldSize > 0) controller.enqueue(held.length === 1 ? held[0]! : Buffer.concat(held, heldSize))
     held = []
     heldSize = 0
   }
-  return new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
+  return {
+    take(chunk, controller) {
       const before = over.open
-      if (over(chunk)) return controller.error(oversizedEvent(limit))
+      if (over(chunk)) {
+        controller.error(oversizedEvent(limit))
+        letGo()
+        return true
+      }
       held.push(chunk)
       heldSize += chunk.byteLength
       // The count drops only where an event ended (the LF of a CRLF aside, which passes a chunk early).
       // Past that, held until they are as many as the event's bytes passed on already (at least
       // {@link heldBytes}): the SDK searches an event of n bytes some log n times, not n / 64 Ki.
-      if (over.open < before + chunk.byteLength || heldSize >= Math.max(heldBytes, over.open - heldSize)) release(controller)
+      if (over.open < before + chunk.byteLength || heldSize >= Math.max(heldBytes, over.open - heldSize)) {
+        release(controller)
+        return true
+      }
+      return false
     },
     flush: release
-  })
+  }
 }
 
 /** `response` with its body bounded: a success's by event, any other's cut. */
 export const bounded = (response: Response, limits: { readonly eventBytes: number; readonly errorBytes: number }): Response => {
   if (response.body === null) return response
-  const body = response.body.pipeThrough(response.ok ? eventsUpTo(limits.eventBytes) : cutAfter(limits.errorBytes))
+  const body = boundedBody(response.body, response.ok ? eventsUpTo(limits.eventBytes) : cutAfter(limits.errorBytes))
   const bounded = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   // What the SDKs may read of where the response came from, kept as it was.
   Object.defineProperty(bounded, "url", { value: response.url })
