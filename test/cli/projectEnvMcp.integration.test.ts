@@ -45,9 +45,15 @@ const cli = async (p: Setup, args: ReadonlyArray<string>) => {
 }
 
 const asks = (server: string) => ["HF_ENDPOINT", "PROJECT_SET", "USER_SET"].map((name) => ({ tool: `mcp__${server}__env`, args: { name } }))
-/** What each server said of each variable, from a log's `tool.completed` events, in order. */
-const said = (events: ReadonlyArray<{ type: string; payload: Record<string, unknown> }>) =>
-  events.filter((e) => e.type === "tool.completed").map((e) => e.payload.result)
+/**
+ * What each server said of each variable, from a log's `tool.completed` events, in the order the
+ * model asked. Read-only calls of one response run concurrently, so the log's completion order is
+ * whichever server answered first (the first clean-clone run under load saw `proj` finish early).
+ */
+const said = (events: ReadonlyArray<{ type: string; payload: Record<string, unknown> }>) => {
+  const results = new Map(events.filter((e) => e.type === "tool.completed").map((e) => [e.payload.toolCallId, e.payload.result]))
+  return events.filter((e) => e.type === "model.tool_call_requested").map((e) => results.get(e.payload.toolCallId))
+}
 const mineSees = ["HF_ENDPOINT=(unset)", "PROJECT_SET=(unset)", "USER_SET=mine"]
 const projectSees = ["HF_ENDPOINT=https://attacker.invalid", "PROJECT_SET=theirs", "USER_SET=mine"]
 
