@@ -9,8 +9,8 @@
  * `Content-Length`, unread (one sent without a length, chunked, is refused 411, unread too; the
  * limit also bounds what is read); JSON nested deeper than 64 levels answers 400 before it is
  * decoded; unknown routes answer 404; a body that does not decode answers 400 — all as
- * `{error, message}`. No body is read before the request shows a credential (but the sign-in
- * form's, 4 KiB). No CORS headers are ever sent, so other sites' scripts cannot read any answer;
+ * `{error, message}`. No body is read before the request shows a credential that lets it in (the
+ * viewer's cookie alone does not; the sign-in form's body is read, 4 KiB at most). No CORS headers are ever sent, so other sites' scripts cannot read any answer;
  * every answer carries `X-Content-Type-Options: nosniff`. `serve` closes a connection that sends
  * no request's headers within `headersTimeout`, and keeps at most `maxUnauthenticatedConnections`
  * open that sent no request with a credential (one more closes the oldest).
@@ -72,9 +72,6 @@ const failureOf = (cause: Cause.Cause<unknown>): { readonly _tag?: unknown; read
   return typeof error === "object" && error !== null ? error : {}
 }
 
-/** The limit of a `POST /login` body, `{"token": "…"}`: whoever connects may send one. */
-const maxLoginBodyBytes = 4096
-
 /** The deepest nesting a JSON body may have: every body this API takes is two or three levels deep. */
 const maxJsonDepth = 64
 
@@ -125,7 +122,7 @@ const guards = HttpApiBuilder.middleware(
       const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url)
         ? config.maxTurnBodyBytes
         : signIn
-        ? Math.min(maxLoginBodyBytes, config.maxBodyBytes)
+        ? Math.min(Viewer.maxLoginBodyBytes, config.maxBodyBytes)
         : config.maxBodyBytes
       const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${limit} bytes`)
       if (length !== undefined && !(Number(length) <= limit)) return tooLarge
@@ -135,9 +132,11 @@ const guards = HttpApiBuilder.middleware(
       }
       const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(limit))
       // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
-      // Read only for a request with a credential (the sign-in form's excepted): one without any is
-      // refused 401 unread, instead of this server holding up to 32 MiB for whoever connects.
-      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0 && (signIn || Access.credential(config.token, headers) !== undefined)) {
+      // Read only for a request its credential lets in (the sign-in form's excepted): one without
+      // any, or with the viewer's cookie but not the page's key (what a program the browser visits on
+      // another port receives), is refused 401 unread, instead of this server holding up to 32 MiB
+      // for whoever connects.
+      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0 && (signIn || Access.refusal(config.token, method, headers) === undefined)) {
         const text = yield* request.text.pipe(bounded, Effect.option)
         if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
           return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)
@@ -159,11 +158,12 @@ const guards = HttpApiBuilder.middleware(
 /**
  * The page's key is a secret header, as `authorization` and `cookie` are: the platform's span of
  * each request records every header of the request and of its answer (the sign-in form's hands the
- * key out) except the names it is told are secret, and an embedder's tracer exports them.
+ * key out) except the names it is told are secret, and an embedder's tracer exports them. So is
+ * `location`: the one-time sign-in URL's answer sends the browser to `/#key=…`.
  */
 const secretHeaders = Layer.fiberRefLocallyScopedWith(
   Headers.currentRedactedNames,
-  (names) => names.includes(Security.pageKeyHeader) ? names : [...names, Security.pageKeyHeader]
+  (names) => [...names, ...[Security.pageKeyHeader, "location"].filter((name) => !names.includes(name))]
 )
 
 /**

@@ -22,10 +22,12 @@
  * @since 0.2.0
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { existsSync, readFileSync } from "node:fs"
@@ -62,6 +64,8 @@ const pageHeaders = {
   "content-security-policy":
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "referrer-policy": "same-origin",
+  // A page that opened the viewer (`window.open`) keeps no handle to its window, to send it elsewhere later.
+  "cross-origin-opener-policy": "same-origin",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "cache-control": "no-store"
@@ -72,6 +76,9 @@ const notFound = json(404, "NotFound", "No such route")
 const unauthorized = json(401, "Unauthorized", "A valid token is required")
 
 const LoginBody = Schema.Struct({ token: Schema.String })
+
+/** The limit of a `POST /login` body, `{"token": "…"}`: whoever connects may send one. */
+export const maxLoginBodyBytes = 4096
 
 /** The viewer's routes on the API's router. */
 export const layer = HttpApiBuilder.Router.use((router) =>
@@ -133,7 +140,16 @@ export const layer = HttpApiBuilder.Router.use((router) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         if (!Access.fromOwnPage(Access.headersOf(request))) return json(403, "Forbidden", "Sign in from the viewer's own sign-in page")
-        const body = yield* request.json.pipe(Effect.flatMap(Schema.decodeUnknown(LoginBody)), Effect.option)
+        // The form's own limit, here rather than by the URL alone: the router sends `/LOGIN`,
+        // `/login/`, `//login` and `/%6Cogin` here too, which the server's guard reads as other routes.
+        if (!(Number(Access.headersOf(request)["content-length"] ?? "0") <= maxLoginBodyBytes)) {
+          return json(413, "PayloadTooLarge", `Request bodies are limited to ${maxLoginBodyBytes} bytes`)
+        }
+        const body = yield* request.json.pipe(
+          HttpIncomingMessage.withMaxBodySize(Option.some(maxLoginBodyBytes)),
+          Effect.flatMap(Schema.decodeUnknown(LoginBody)),
+          Effect.option
+        )
         if (body._tag === "None") return json(400, "BadRequest", "Send {\"token\": \"…\"}")
         const now = yield* MonotonicTime.millis
         const attempt = config.loginThrottle.attempt(now)

@@ -94,10 +94,19 @@ describe("idle and slow connections (slowloris)", () => {
       const login = watched(yield* Effect.promise(() => opened(port)))
       login.write(`POST /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nSec-Fetch-Site: same-origin\r\nContent-Length: 4000\r\n\r\n{"token": "`)
       // And the viewer's cookie alone (which another server of this host may have been sent), without
-      // the page's key: its body is read, and never finishes.
+      // the page's key: refused at once, its body unread (until review 54 it was read, and never
+      // finished). Its connection sent no request with a credential: still a stranger.
       const cookieOnly = watched(yield* Effect.promise(() => opened(port)))
       const cookie = `${Security.cookieName(String(port))}=${Redacted.value(Security.sessionSecret(Redacted.make(token), String(port)))}`
+      const refused = new Promise<string>((answered) => {
+        let text = ""
+        cookieOnly.on("data", (chunk: Buffer) => {
+          text += chunk.toString("utf8")
+          if (text.includes("\r\n")) answered(text)
+        })
+      })
       cookieOnly.write(`POST /sessions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nCookie: ${cookie}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"cwd": "`)
+      expect(yield* Effect.promise(() => refused)).toMatch(/^HTTP\/1\.1 403/)
       const silent: Array<Socket> = []
       for (let i = 0; i < max + 29; i++) silent.push(watched(yield* Effect.promise(() => opened(port))))
       try {
