@@ -42,6 +42,7 @@ import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
 import * as LineWriter from "./LineWriter.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
+import * as WriterLock from "./WriterLock.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -463,7 +464,10 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         undo(appender, before)
         return fromNode("append", appender.file, appender.sessionId)(error)
       }
-      if (!appender.trusted && replaced(appender)) return takeBack(appender, before)
+      // The rewrite's mark first, then the name: a repair marks before its last look at the log and
+      // unmarks after its rename, so an append that finds no mark either wrote before that look (which
+      // then sees it, and the repair gives up) or checks the name after the rename.
+      if (!appender.trusted && (WriterLock.rewriteUnderWay(appender.file) || replaced(appender))) return takeBack(appender, before, size)
       appender.size = before + size
       return undefined
     }
@@ -482,12 +486,23 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
       }
     }
 
-    /** The lines just written to a replaced log's original are cut off again there; the append fails, nothing stored. */
-    const takeBack = (appender: Appender, before: number): EventStoreFailure => {
+    /**
+     * An append without the lock that met a rewrite takes the lines it just wrote back and fails. Only
+     * while they are the file's last: another such appender may have written after them and been told
+     * its lines are stored (cutting back to before ours cut theirs too, and a repair then found the
+     * original at its planned size and kept the repaired log: theirs in neither). Left in place, ours
+     * may stay in the log: the failure says so.
+     */
+    const takeBack = (appender: Appender, before: number, written: number): EventStoreFailure => {
+      let cut = false
       try {
-        io.truncate(appender.fd, before)
+        if (fstatSync(appender.fd).size === before + written) {
+          io.truncate(appender.fd, before)
+          cut = true
+        }
       } catch {
         // The original is no one's log any more: lines left in it are in a backup, never read as the log.
+        cut = true
       }
       drop(appender)
       return new EventStoreFailure({
@@ -495,7 +510,9 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         operation: "append",
         sessionId: appender.sessionId,
         path: appender.file,
-        detail: "the log was replaced (repaired or upgraded) while this append was written; nothing was appended"
+        detail: cut
+          ? "the log was repaired or replaced while this append was written; nothing was appended"
+          : "the log was repaired or replaced while this append was written, and appended to after it: its lines were left in place (cutting them would cut those), so the log may hold them; read it before appending again"
       })
     }
 
