@@ -301,7 +301,10 @@ export const repair = (
     // one that finds it takes its lines back (`Appends`). Before, such an append between this look and
     // the rename went into the original, now the backup; and when the original was put back for it,
     // one told its lines were stored in the repaired log meanwhile was left in `<file>.repair`.
-    yield* WriterLock.markRewrite(file, generation).pipe(Effect.mapError(cannotWrite))
+    yield* WriterLock.markRewrite(file, generation).pipe(
+      Effect.mapError(cannotWrite),
+      Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true })))
+    )
     const changedMeanwhile = yield* Effect.try({
       try: () => {
         const original = fstatSync(fd)

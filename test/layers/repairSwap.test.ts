@@ -100,7 +100,7 @@ describe("repair and an append made without the writer lock", () => {
       expect(existsSync(`${file}.new`)).toBe(false)
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("an append acknowledged on the repaired log while the original is put back is not lost (stores44)", () =>
+  it.scoped("an append acknowledged on the repaired log just after the swap is not lost (stores44; before: put back without it)", () =>
     Effect.gen(function*() {
       const { dataDir, file } = yield* damagedLog
       const x = yield* JsonlEventStore.make({ dataDir })
