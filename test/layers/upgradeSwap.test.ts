@@ -103,4 +103,41 @@ describe("an upgrade and an open work through their descriptor", () => {
       expect(Either.isRight(again)).toBe(true)
       expect((yield* collect(other.read("s"))).map((event) => event.id)).toEqual(["e1", "next"])
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("of two appenders without the lock upgrading one log, the later rename does not drop what the first appended", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const { file, sessionsDir } = sessionsOf(dataDir)
+      mkdirSync(sessionsDir, { recursive: true })
+      writeFileSync(file, readFileSync(fixture, "utf8"))
+      const fs = yield* FileSystem.FileSystem
+      // a: another process; its rename synchronous so that it can run whole inside b's steps.
+      const syncRename = FileSystem.FileSystem.of({ ...fs, rename: (from, to) => Effect.sync(() => renameSync(from, to)) })
+      const a = yield* JsonlEventStore.make({ dataDir }).pipe(Effect.provideService(FileSystem.FileSystem, syncRename))
+      const outcomes: Record<string, boolean> = {}
+      const appendA = (sequence: number) => {
+        outcomes[`a${sequence}`] = Either.isRight(Effect.runSync(Effect.either(a.append(started("sess_prototype", sequence, `a${sequence}`)))))
+      }
+      let reads = 0
+      // b reads the version-0 log's end (a upgrades it and appends 15 meanwhile), then upgrades what
+      // it then finds; just before b's rename, a appends 16.
+      const io: AppendIo.Io = {
+        ...AppendIo.node,
+        readAt: (fd, offset, length) => {
+          if (reads++ === 0) appendA(15)
+          return AppendIo.node.readAt(fd, offset, length)
+        }
+      }
+      const renames = FileSystem.FileSystem.of({
+        ...fs,
+        rename: (from, to) => Effect.suspend(() => (to === file && outcomes["a16"] === undefined ? Effect.sync(() => appendA(16)) : Effect.void)).pipe(Effect.zipRight(fs.rename(from, to)))
+      })
+      const b = yield* JsonlEventStore.make({ dataDir }).pipe(Effect.provideService(AppendIo.AppendIo, io), Effect.provideService(FileSystem.FileSystem, renames))
+      const appended = yield* Effect.either(b.append(started("sess_prototype", 17, "b17")))
+      outcomes["b17"] = Either.isRight(appended)
+      expect(outcomes["a15"]).toBe(true)
+      // Every append told it was stored is in the log. (Before: a16 dropped by b's rename of its copy over a's log.)
+      const ids = (yield* collect(a.read("sess_prototype"))).map((event) => event.id)
+      for (const [id, stored] of Object.entries(outcomes)) if (stored) expect(ids).toContain(id)
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

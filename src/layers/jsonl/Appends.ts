@@ -349,11 +349,38 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     const replacedMeanwhile = (sessionId: string, file: string, detail: string) =>
       new EventStoreFailure({ reason: "unavailable", operation: "append", sessionId, path: file, detail })
 
+    const isOld = (tail: Tail) => tail.size > 0 && tail.version < LogFormat.currentVersion
+
+    /**
+     * Upgrades an older log under the session's writer lock, taken for the upgrade when this process
+     * does not hold it, and only if the log is still old once it is taken. Two appends without the
+     * lock upgraded one log at once: the later rename put its copy over the first's upgraded log and
+     * dropped what the first had appended to it meanwhile, though told it was stored. An append to an
+     * older log needs its upgrade first, so under the lock nothing else writes the log being upgraded.
+     */
+    const upgradeOnce = (sessionId: string, file: string, found: Tail): Effect.Effect<Tail, EventStoreFailure> =>
+      held.has(sessionId)
+        ? upgrade(sessionId, file, found.version)
+        : Effect.scoped(
+          WriterLock.acquire(sessionId, file).pipe(
+            Effect.catchTag("SessionBusy", (busy) =>
+              new EventStoreFailure({
+                reason: "unavailable",
+                operation: "append",
+                sessionId,
+                path: file,
+                detail: `the log is of an older format and its writer lock is held by ${busy.holder}, whose first append upgrades it`
+              })),
+            Effect.zipRight(scanTail(sessionId, file)),
+            Effect.flatMap((now) => isOld(now) ? upgrade(sessionId, file, now.version) : Effect.succeed(now))
+          )
+        )
+
     /** Opens a session's log for appending, from what its end says (after an upgrade, if it needs one). */
     const openAppender = (sessionId: string, file: string) =>
       Effect.gen(function*() {
         const found = yield* scanTail(sessionId, file)
-        const tail = found.size > 0 && found.version < LogFormat.currentVersion ? yield* upgrade(sessionId, file, found.version) : found
+        const tail = isOld(found) ? yield* upgradeOnce(sessionId, file, found) : found
         if (tail.size < 0) yield* makeSessionsDir(sessionId)
         return yield* Effect.try({
           try: (): Appender => {
