@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, readSync, renameSync, rmSync, statSync } from "node:fs"
+import { closeSync, constants, fstatSync, lstatSync, readSync, renameSync, rmSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Clock from "effect/Clock"
@@ -173,13 +173,13 @@ export interface RepairReport {
 }
 
 /**
- * A seam of `repair` for tests: what runs between its last check of the log and the swap of the new
- * log in (nothing by default), where another process's append can land.
+ * Seams of `repair` for tests (nothing by default), where another process's append can land: between
+ * its last check of the log and the swap of the new log in, and just after the swap.
  *
  * @internal
  */
 export class RepairSeam extends Context.Reference<RepairSeam>()("effect-agent/jsonl/RepairSeam", {
-  defaultValue: (): { readonly beforeSwap: Effect.Effect<void> } => ({ beforeSwap: Effect.void })
+  defaultValue: (): { readonly beforeSwap: Effect.Effect<void>; readonly afterSwap?: Effect.Effect<void> } => ({ beforeSwap: Effect.void })
 }) {}
 
 /**
@@ -202,7 +202,7 @@ export const repair = (
     const failed = (detail: string, cause?: unknown, reason: EventStoreFailureReason = "unavailable") =>
       new EventStoreFailure({ reason, operation: "repair", sessionId, path: file, detail, ...(cause === undefined ? {} : { cause }) })
     if (lstatSync(file, { throwIfNoEntry: false }) === undefined) return yield* new SessionNotFound({ sessionId })
-    yield* WriterLock.acquire(sessionId, file)
+    const { generation } = yield* WriterLock.acquire(sessionId, file)
     // Opened as every read of a log is: never through a link, never waiting on a pipe, only a regular
     // file (a repository's data dir can put a link to another project's log, or a named pipe, in a
     // log's place: repair read what the link named, and a pipe held it in open(2) for good).
@@ -295,39 +295,41 @@ export const repair = (
           }))
         )
     })
-    const changedMeanwhile = yield* Effect.try({ try: () => fstatSync(fd).size !== plannedBytes, catch: cannotWrite })
+    // Marked before the last look at the log, unmarked (the scope's end) after the rename: an append
+    // made without the lock (the port allows one; a holder is excluded) that finds no mark after its
+    // write either wrote before this look, which sees it, or checks the log's name after the rename;
+    // one that finds it takes its lines back (`Appends`). Before, such an append between this look and
+    // the rename went into the original, now the backup; and when the original was put back for it,
+    // one told its lines were stored in the repaired log meanwhile was left in `<file>.repair`.
+    yield* WriterLock.markRewrite(file, generation).pipe(
+      Effect.mapError(cannotWrite),
+      Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true })))
+    )
+    const changedMeanwhile = yield* Effect.try({
+      try: () => {
+        const original = fstatSync(fd)
+        return original.size !== plannedBytes || lstatSync(file, { throwIfNoEntry: false })?.ino !== original.ino
+      },
+      catch: cannotWrite
+    })
     if (changedMeanwhile) {
       rmSync(temporary, { force: true })
       return yield* failed("the log changed while repairing; nothing was changed")
     }
-    yield* (yield* RepairSeam).beforeSwap
+    const seam = yield* RepairSeam
+    yield* seam.beforeSwap
     const backup = yield* Effect.try({
       try: () => {
-        const repairedSize = statSync(temporary).size
         // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.
         const backup = Backups.keepBeside(file, `${file}.bak`)
         renameSync(temporary, file)
-        // An append made without the lock (the port allows them; a holder is excluded) between the
-        // check above and the rename went into the original, now the backup, not the log: the
-        // original (`fd`) is looked at again after the swap and, grown, put back. An append
-        // writing after this look checks the log's name itself (`Appends`) and takes its lines back.
-        if (fstatSync(fd).size === plannedBytes) {
-          // The listing index is a cache: dropped, it is rebuilt from the logs.
-          rmSync(path.join(options.dataDir, "index.json"), { force: true })
-          return backup
-        }
-        // The repaired log is kept aside while the original goes back, in case an append reached it too.
-        linkSync(file, temporary)
-        renameSync(backup, file)
-        if (statSync(temporary).size === repairedSize) rmSync(temporary, { force: true })
-        return undefined
+        return backup
       },
       catch: cannotWrite
     })
-    if (backup === undefined) {
-      const kept = existsSync(temporary) ? ` (the repaired log, appended to meanwhile, is kept as ${path.basename(temporary)})` : ""
-      return yield* failed(`the log changed while repairing; nothing was changed${kept}`)
-    }
+    if (seam.afterSwap !== undefined) yield* seam.afterSwap
+    // The listing index is a cache: dropped, it is rebuilt from the logs.
+    yield* Effect.try({ try: () => rmSync(path.join(options.dataDir, "index.json"), { force: true }), catch: cannotWrite })
     yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(planned.kept, "event")}, dropped ${Plural.count(planned.dropped.length, "line")}`)
     return { ...report, repaired: true, backup, ...(closedTurnId === undefined ? {} : { closedTurnId }) }
   }))

@@ -4,9 +4,12 @@
  * But the port lets an append skip the lock (the sequence check is its fence), and such an append
  * between repair's last check of the log and the rename of the new log over it went into the
  * original — kept as `<file>.bak` — and was lost from the log, though its writer was told it was
- * stored. Both sides now look after the swap: repair checks that the original did not grow (else it
- * puts the original back and fails, nothing changed), and an append made without the lock checks
- * that the log's name still names the file it wrote (else it takes its lines back and fails).
+ * stored. stores43 had both sides look after the swap (repair put the original back when it grew);
+ * stores44 found that put-back lost an append told it was stored in the repaired log meanwhile (left
+ * in `<file>.repair`), and a take-back cutting another appender's lines written after its own. Now
+ * repair marks its rewrite in the lock folder before its last look and unmarks after the rename; an
+ * append made without the lock checks, after its write, the mark and then that the log's name still
+ * names its file, else takes its lines back — only while they are the file's last — and fails.
  * Interleavings driven through `RepairSeam` and the store's `AppendIo`: no sleeps.
  */
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
@@ -28,6 +31,8 @@ const started: AgentEvent.AgentEvent = { id: "e2", sessionId: "s", turnId: "turn
 const message = (sequence: number, id: string): AgentEvent.AgentEvent =>
   ({ id, sessionId: "s", turnId: "turn_1", sequence, timestamp: at(sequence), type: "user.message", payload: { content: "m" } }) as AgentEvent.AgentEvent
 const line = (event: AgentEvent.AgentEvent) => JSON.stringify(event) + "\n"
+const secondTurn = (sequence: number, id: string): AgentEvent.AgentEvent =>
+  ({ id, sessionId: "s", turnId: "turn_2", sequence, timestamp: at(sequence), type: "turn.started", payload: { promptPreview: "q" } }) as AgentEvent.AgentEvent
 
 /** A log with a duplicate sequence to drop (and a turn left open, which repair closes). */
 const damagedLog = Effect.gen(function*() {
@@ -42,18 +47,26 @@ const damagedLog = Effect.gen(function*() {
 const ids = IdGenerator.of({ next: () => Effect.succeed("evt_closing") })
 
 describe("repair and an append made without the writer lock", () => {
-  it.scoped("an append between repair's last check and its swap is not lost in the backup", () =>
+  it.scoped("an append between repair's last check and its swap is refused, not lost in the backup", () =>
     Effect.gen(function*() {
       const { dataDir, file, sessionsDir } = yield* damagedLog
       const other = yield* JsonlEventStore.make({ dataDir })
-      const swap = { beforeSwap: Effect.orDie(other.append(message(3, "late"))) }
+      let late: Either.Either<void, unknown> | undefined
+      const swap = { beforeSwap: Effect.map(Effect.either(other.append(message(3, "late"))), (result) => void (late = result)) }
       const repaired = yield* Effect.either(
         JsonlEventStore.repair({ dataDir, sessionId: "s" }).pipe(Effect.provideService(IdGenerator, ids), Effect.provideService(JsonlEventStore.RepairSeam, swap))
       )
-      // The append was told it was stored: the log holds it. (Before: the repaired log, without it; the line in s.jsonl.bak.)
-      expect(readFileSync(file, "utf8")).toContain('"id":"late"')
-      expect(Either.isLeft(repaired) && repaired.left.message).toContain("the log changed while repairing; nothing was changed")
-      expect(readdirSync(sessionsDir).filter((name) => !name.endsWith(".lock")).sort()).toEqual(["s.jsonl"])
+      // stores43: the append was told it was stored while its line went into the original, now the
+      // backup (then: repair put the original back and failed). stores44: the repair's mark refuses
+      // the append — its line taken back — and the repair goes on.
+      expect(late !== undefined && Either.isLeft(late) && late.left).toMatchObject({ _tag: "EventStoreFailure", reason: "unavailable" })
+      expect(Either.isRight(repaired)).toBe(true)
+      expect(readFileSync(file, "utf8")).not.toContain('"id":"late"')
+      expect(readFileSync(`${file}.bak`, "utf8")).not.toContain('"id":"late"')
+      expect(readdirSync(sessionsDir).filter((name) => !name.endsWith(".lock")).sort()).toEqual(["s.jsonl", "s.jsonl.bak"])
+      // The mark is gone with the repair: an append made now is stored.
+      const again = yield* Effect.either(other.append(secondTurn(4, "after")))
+      expect(Either.isRight(again)).toBe(true)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("an append whose log is swapped between its check and its write takes its lines back and fails", () =>
@@ -85,5 +98,60 @@ describe("repair and an append made without the writer lock", () => {
       expect(Either.isRight(again)).toBe(true)
       expect((yield* collect(other.read("s"))).map((event) => event.id)).toEqual(["e1", "e2", "e3", "later"])
       expect(existsSync(`${file}.new`)).toBe(false)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("an append acknowledged on the repaired log just after the swap is not lost (stores44; before: put back without it)", () =>
+    Effect.gen(function*() {
+      const { dataDir, file } = yield* damagedLog
+      const x = yield* JsonlEventStore.make({ dataDir })
+      const y = yield* JsonlEventStore.make({ dataDir })
+      // x appends to the original before the swap; y, reading the log after it, to the repaired log
+      // (sequence 4: after the turn repair closes at 3).
+      const outcomes: Record<string, boolean> = {}
+      const tryAppend = (store: typeof x, event: AgentEvent.AgentEvent) =>
+        Effect.map(Effect.either(store.append(event)), (result) => {
+          outcomes[event.id] = Either.isRight(result)
+        })
+      const seam = { beforeSwap: tryAppend(x, message(3, "x-late")), afterSwap: tryAppend(y, secondTurn(4, "y-late")) }
+      yield* Effect.either(
+        JsonlEventStore.repair({ dataDir, sessionId: "s" }).pipe(Effect.provideService(IdGenerator, ids), Effect.provideService(JsonlEventStore.RepairSeam, seam))
+      )
+      expect(Object.keys(outcomes).sort()).toEqual(["x-late", "y-late"])
+      // Every append told it was stored is in the log. (Before: y-late only in s.jsonl.repair.)
+      const log = readFileSync(file, "utf8")
+      for (const [id, stored] of Object.entries(outcomes)) if (stored) expect(log).toContain(`"id":"${id}"`)
+      const fresh = yield* JsonlEventStore.make({ dataDir })
+      const sequences = (yield* collect(fresh.read("s"))).map((event) => event.sequence)
+      expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("an append taking its lines back never cuts another's acknowledged lines after them (stores44)", () =>
+    Effect.gen(function*() {
+      const { dataDir, file } = yield* damagedLog
+      const replacement = LogLines.header + "\n" + line(created) + line(started) + line(message(3, "e3"))
+      const second = yield* JsonlEventStore.make({ dataDir })
+      let p2: Either.Either<void, unknown> | undefined
+      const io: AppendIo.Io = {
+        ...AppendIo.node,
+        // p1 writes; p2 (another process, without the lock) appends after p1's line and is told it is
+        // stored; then a repair's swap; then p1 checks, finds its log replaced and takes its lines back.
+        write: (fd, data) => {
+          const written = AppendIo.node.write(fd, data)
+          if (p2 === undefined) {
+            p2 = Effect.runSync(Effect.either(second.append(message(4, "p2"))))
+            writeFileSync(`${file}.new`, replacement)
+            linkSync(file, `${file}.bak`)
+            renameSync(`${file}.new`, file)
+          }
+          return written
+        }
+      }
+      const first = yield* JsonlEventStore.make({ dataDir }).pipe(Effect.provideService(AppendIo.AppendIo, io))
+      const p1 = yield* Effect.either(first.append(message(3, "p1")))
+      expect(p2 !== undefined && Either.isRight(p2)).toBe(true)
+      expect(Either.isLeft(p1)).toBe(true)
+      // p2's acknowledged line stays in the original, where whoever swapped it (a repair) looks.
+      // (Before: p1's truncate cut the file back to before its own line, p2's with it.)
+      expect(readFileSync(`${file}.bak`, "utf8")).toContain('"id":"p2"')
     }).pipe(Effect.provide(NodeContext.layer)))
 })

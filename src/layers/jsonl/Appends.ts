@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, statSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, lstatSync, openSync, renameSync, statSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -42,6 +42,7 @@ import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
 import * as LineWriter from "./LineWriter.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
+import * as WriterLock from "./WriterLock.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -82,6 +83,8 @@ interface Tail {
   /** File size in bytes (-1: no file). */
   readonly size: number
   readonly version: number
+  /** The file whose end this is (undefined: no file): the one opened for appending must be it. */
+  readonly ino?: number
 }
 
 /** What reading a log's end found: its tail, and how many bytes of a torn last line were cut off. */
@@ -200,6 +203,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         let found: TailScan
         try {
           found = readTail(fd, file, sessionId, writable)
+          if (!(found instanceof EventStoreFailure)) found = { ...found, tail: { ...found.tail, ino: fstatSync(fd).ino } }
         } catch (error) {
           return Effect.fail(fromNode("append", file, sessionId)(error))
         } finally {
@@ -297,6 +301,10 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
      * one whole log; the original is kept as `<file>.v<version>` (`.v<version>.1`, … when taken).
      * Neither name is followed if it is a link (a repository's data dir can plant them): the new log
      * is created (`O_EXCL`, after removing whatever had its name), the original kept by a hard link.
+     * What was written is known through its descriptor, never read back by name: a file swapped in
+     * under the new log's name before its rename (another upgrader's, removed and made again under
+     * the same name) became the log and its end was trusted. If the log's name does not name the file
+     * written after the rename, the original is put back and the append fails, nothing changed.
      */
     const upgrade = (sessionId: string, file: string, version: number) =>
       Effect.gen(function*() {
@@ -305,25 +313,74 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         // Streamed: the log's events read a chunk at a time and written in writes of about 64 KiB.
         // The new log was built whole in memory (every event collected, then joined into one
         // string): a 200 MB version-0 log needed several times that, and one past 512 MB failed.
-        yield* LineWriter.newLog(temporary, cannotWrite, (out) =>
+        let lastSequence = 0
+        const written = yield* LineWriter.newLog(temporary, cannotWrite, (out) =>
           Stream.runForEachChunk(options.readLog(sessionId, file), (events) =>
             Effect.try({
               try: () => {
-                for (const event of events) out.push(AgentEvent.encodeJson(event))
+                for (const event of events) {
+                  out.push(AgentEvent.encodeJson(event))
+                  lastSequence = event.sequence
+                }
               },
               catch: cannotWrite
-            })).pipe(Effect.zipRight(Effect.try({ try: () => out.end(fsync), catch: cannotWrite }))))
-        yield* Effect.try({ try: () => Backups.keepBeside(file, `${file}.v${version}`), catch: fromNode("append", file, sessionId) })
+            })).pipe(Effect.zipRight(Effect.try({
+              try: () => {
+                out.end(fsync)
+                return out.stat()
+              },
+              catch: cannotWrite
+            }))))
+        const backup = yield* Effect.try({ try: () => Backups.keepBeside(file, `${file}.v${version}`), catch: fromNode("append", file, sessionId) })
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
+        const named = lstatSync(file, { throwIfNoEntry: false })
+        if (named?.ino !== written.ino || named.dev !== written.dev) {
+          try {
+            renameSync(backup, file)
+          } catch {
+            // The original stays under its backup name.
+          }
+          return yield* replacedMeanwhile(sessionId, file, "the upgraded log was replaced before it was put in place; nothing was changed")
+        }
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
-        return yield* scanTail(sessionId, file)
+        return { lastSequence, size: written.size, version: LogFormat.currentVersion, ino: written.ino } satisfies Tail
       })
+
+    const replacedMeanwhile = (sessionId: string, file: string, detail: string) =>
+      new EventStoreFailure({ reason: "unavailable", operation: "append", sessionId, path: file, detail })
+
+    const isOld = (tail: Tail) => tail.size > 0 && tail.version < LogFormat.currentVersion
+
+    /**
+     * Upgrades an older log under the session's writer lock, taken for the upgrade when this process
+     * does not hold it, and only if the log is still old once it is taken. Two appends without the
+     * lock upgraded one log at once: the later rename put its copy over the first's upgraded log and
+     * dropped what the first had appended to it meanwhile, though told it was stored. An append to an
+     * older log needs its upgrade first, so under the lock nothing else writes the log being upgraded.
+     */
+    const upgradeOnce = (sessionId: string, file: string, found: Tail): Effect.Effect<Tail, EventStoreFailure> =>
+      held.has(sessionId)
+        ? upgrade(sessionId, file, found.version)
+        : Effect.scoped(
+          WriterLock.acquire(sessionId, file).pipe(
+            Effect.catchTag("SessionBusy", (busy) =>
+              new EventStoreFailure({
+                reason: "unavailable",
+                operation: "append",
+                sessionId,
+                path: file,
+                detail: `the log is of an older format and its writer lock is held by ${busy.holder}, whose first append upgrades it`
+              })),
+            Effect.zipRight(scanTail(sessionId, file)),
+            Effect.flatMap((now) => isOld(now) ? upgrade(sessionId, file, now.version) : Effect.succeed(now))
+          )
+        )
 
     /** Opens a session's log for appending, from what its end says (after an upgrade, if it needs one). */
     const openAppender = (sessionId: string, file: string) =>
       Effect.gen(function*() {
         const found = yield* scanTail(sessionId, file)
-        const tail = found.size > 0 && found.version < LogFormat.currentVersion ? yield* upgrade(sessionId, file, found.version) : found
+        const tail = isOld(found) ? yield* upgradeOnce(sessionId, file, found) : found
         if (tail.size < 0) yield* makeSessionsDir(sessionId)
         return yield* Effect.try({
           try: (): Appender => {
@@ -341,12 +398,19 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
               }
             }
             const fd = io.open(file)
+            // The file opened must be the one whose end was read: a log replaced between the two (a
+            // repair's rename) had an event numbered after the old log's end written to the new one.
+            const ino = fstatSync(fd).ino
+            if (tail.ino !== undefined && ino !== tail.ino) {
+              io.close(fd)
+              throw replacedMeanwhile(sessionId, file, "the log was replaced while it was opened for appending; nothing was appended")
+            }
             const last = tail.lastSequence
             const appender: Appender = {
               sessionId,
               file,
               fd,
-              ino: fstatSync(fd).ino,
+              ino,
               size: Math.max(tail.size, 0),
               last,
               accepted: last,
@@ -360,7 +424,9 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
           // A link put in the log's place since its end was read is refused here too (`io.open`'s
           // `O_NOFOLLOW`), and so is a named pipe (`ENXIO`) or anything else but a regular file (`EINVAL`).
           catch: (error) =>
-            codeOf(error) === "ENXIO" || codeOf(error) === "EINVAL"
+            error instanceof EventStoreFailure
+              ? error
+              : codeOf(error) === "ENXIO" || codeOf(error) === "EINVAL"
               ? corrupt(file, sessionId, undefined, "not a regular file")
               : fromLogOpen("append", file, sessionId)(error)
         })
@@ -425,7 +491,10 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         undo(appender, before)
         return fromNode("append", appender.file, appender.sessionId)(error)
       }
-      if (!appender.trusted && replaced(appender)) return takeBack(appender, before)
+      // The rewrite's mark first, then the name: a repair marks before its last look at the log and
+      // unmarks after its rename, so an append that finds no mark either wrote before that look (which
+      // then sees it, and the repair gives up) or checks the name after the rename.
+      if (!appender.trusted && (WriterLock.rewriteUnderWay(appender.file) || replaced(appender))) return takeBack(appender, before, size)
       appender.size = before + size
       return undefined
     }
@@ -444,12 +513,23 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
       }
     }
 
-    /** The lines just written to a replaced log's original are cut off again there; the append fails, nothing stored. */
-    const takeBack = (appender: Appender, before: number): EventStoreFailure => {
+    /**
+     * An append without the lock that met a rewrite takes the lines it just wrote back and fails. Only
+     * while they are the file's last: another such appender may have written after them and been told
+     * its lines are stored (cutting back to before ours cut theirs too, and a repair then found the
+     * original at its planned size and kept the repaired log: theirs in neither). Left in place, ours
+     * may stay in the log: the failure says so.
+     */
+    const takeBack = (appender: Appender, before: number, written: number): EventStoreFailure => {
+      let cut = false
       try {
-        io.truncate(appender.fd, before)
+        if (fstatSync(appender.fd).size === before + written) {
+          io.truncate(appender.fd, before)
+          cut = true
+        }
       } catch {
         // The original is no one's log any more: lines left in it are in a backup, never read as the log.
+        cut = true
       }
       drop(appender)
       return new EventStoreFailure({
@@ -457,7 +537,9 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         operation: "append",
         sessionId: appender.sessionId,
         path: appender.file,
-        detail: "the log was replaced (repaired or upgraded) while this append was written; nothing was appended"
+        detail: cut
+          ? "the log was repaired or replaced while this append was written; nothing was appended"
+          : "the log was repaired or replaced while this append was written, and appended to after it: its lines were left in place (cutting them would cut those), so the log may hold them; read it before appending again"
       })
     }
 

@@ -6,7 +6,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, fsyncSync, rmSync, writeSync } from "node:fs"
+import { closeSync, fstatSync, fsyncSync, rmSync, type Stats, writeSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as LogLines from "./LogLines.js"
 import * as WriterLock from "./WriterLock.js"
@@ -34,6 +34,11 @@ export class LineWriter {
     if (sync) fsyncSync(this.fd)
   }
 
+  /** The written file, by its descriptor (after {@link end}: its whole size). */
+  stat(): Stats {
+    return fstatSync(this.fd)
+  }
+
   private flush() {
     if (this.buffered.length === 0) return
     const bytes = Buffer.from(this.buffered.join("\n") + "\n")
@@ -47,11 +52,11 @@ export class LineWriter {
  * Writes a new log to `temporary` (created `O_EXCL` after removing whatever had its name: never
  * through a link), header first, by `write`; the file is closed after, and removed if `write` fails.
  */
-export const newLog = <E, R>(
+export const newLog = <A, E, R>(
   temporary: string,
   cannotWrite: (error: unknown) => E,
-  write: (out: LineWriter) => Effect.Effect<void, E, R>
-): Effect.Effect<void, E, R> =>
+  write: (out: LineWriter) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
   Effect.acquireUseRelease(
     Effect.try({
       try: () => {

@@ -219,21 +219,59 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
  * reads, never through a link; a lock folder that is missing, a link or unreadable is not held. A
  * look, not a lock: the answer may change as soon as it is given.
  */
-export const mayBeHeld = (logFile: string): boolean => {
+export const mayBeHeld = (logFile: string): boolean => heldGeneration(logFile) !== undefined
+
+/** The generation of the writer lock of `logFile` some process may hold now (see {@link mayBeHeld}). */
+const heldGeneration = (logFile: string): number | undefined => {
   const dir = lockDirOf(logFile)
   try {
-    if (!lstatSync(dir).isDirectory()) return false
+    if (!lstatSync(dir).isDirectory()) return undefined
     const names = readdirSync(dir)
     const all = generations(names)
-    if (all.length === 0) return false
+    if (all.length === 0) return undefined
     const highest = Math.max(...all)
-    if (names.includes(`${highest}.released`)) return false
+    if (names.includes(`${highest}.released`)) return undefined
     const text = readRecord(join(dir, `${highest}.json`))
     const holder = text === undefined ? undefined : Holder.parse(text)
-    return holder !== undefined && Holder.liveness(holder) !== "dead"
+    return holder !== undefined && Holder.liveness(holder) !== "dead" ? highest : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Where a rewrite of a log (`repair`) marks, in its lock folder, that it is swapping a new log in. */
+const rewriteMarkOf = (logFile: string) => join(lockDirOf(logFile), "rewrite")
+
+/**
+ * For the scope, marks that the holder of generation `generation` of the writer lock of `logFile`
+ * (the caller) is rewriting the log: an append made without the lock meanwhile is taken back (see
+ * {@link rewriteUnderWay}). A mark left by a crash names a generation no longer held and is ignored,
+ * then replaced by the next rewrite's.
+ */
+export const markRewrite = (logFile: string, generation: number): Effect.Effect<void, unknown, Scope.Scope> => {
+  const mark = rewriteMarkOf(logFile)
+  return PlainRelease.acquireRelease(
+    Effect.try(() => {
+      // Whatever has the name is not this holder's: left by a crash (or planted), removed, never followed.
+      removeQuietly(mark)
+      writeNewFile(mark, String(generation))
+    }),
+    () => Effect.sync(() => removeQuietly(mark))
+  )
+}
+
+/**
+ * Whether a rewrite of `logFile` is under way: its mark names the generation of the writer lock a
+ * live process holds. One open of a missing file when none is (an append without the lock pays it).
+ */
+export const rewriteUnderWay = (logFile: string): boolean => {
+  let text: string | undefined
+  try {
+    text = readRecord(rewriteMarkOf(logFile))
   } catch {
     return false
   }
+  return text !== undefined && /^\d+$/.test(text) && heldGeneration(logFile) === Number(text)
 }
 
 /**
