@@ -159,38 +159,41 @@ describe("compactions and the budget", () => {
       }).pipe(Effect.provide(engineOver(spender((_, n) => n === 3 ? chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")]) : undefined), compacting, 20_000)))
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("a subagent's compaction counts against its parent's budget: the child and the parent end budget_exceeded", () =>
-    Effect.gen(function*() {
-      const cwd = yield* workspace(2000)
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate", budget: { maxTokens: 1000 } }))
-        const [completed] = ofType(events, "subagent.completed")
-        expect(completed?.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded" })
-        // What the tree used, as the parent's log shows it, has the child's summary in it.
-        expect(completed!.payload).toMatchObject({ steps: 2, usage: { inputTokens: 50_020, outputTokens: 120 } })
-        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
-        const child = yield* collect(engine.replaySession({ sessionId: completed!.payload.childSessionId }))
-        // Its compaction came in its second step: the third never made its request.
-        expect(ofType(child, "session.compacted")).toHaveLength(1)
-        expect(ofType(child, "model.usage")).toHaveLength(2)
-        expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
-        expectWellFormedLog(child)
-        expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
-      }).pipe(Effect.provide(engineOver(
-        spender((request, n) => {
-          // The child's task, or the summary that took its place.
-          const isChild = request.messages.some((m) => m.role === "user" && (m.content === "child: read" || m.content.includes("summary")))
-          if (isChild) return n >= 8 ? chunks([ModelProvider.textDelta("read"), ModelProvider.finish("stop")]) : undefined
-          return n === 1
-            ? chunks([ModelProvider.toolCall("t1", "task", { description: "read", prompt: "child: read" }), ModelProvider.finish("tool_calls", { inputTokens: 10, outputTokens: 10 })])
-            : chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")])
-        }),
-        compacting,
-        20_000
-      )))
-    }).pipe(Effect.provide(NodeContext.layer)))
+  // A summary request spent is spent whether it gave a summary or came back empty (compaction.failed {empty_summary}).
+  for (const [ending, summaryChunks] of [["session.compacted", summary], ["compaction.failed", emptySummary]] as const) {
+    it.scoped(`a subagent's compaction (${ending}) counts against its parent's budget: the child and the parent end budget_exceeded`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* workspace(2000)
+        yield* Effect.gen(function*() {
+          const engine = yield* SessionEngine.SessionEngine
+          const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+          const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate", budget: { maxTokens: 1000 } }))
+          const [completed] = ofType(events, "subagent.completed")
+          expect(completed?.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded" })
+          // What the tree used, as the parent's log shows it, has the child's summary in it.
+          expect(completed!.payload).toMatchObject({ steps: 2, usage: { inputTokens: 50_020, outputTokens: 120 } })
+          expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+          const child = yield* collect(engine.replaySession({ sessionId: completed!.payload.childSessionId }))
+          // Its compaction came in its second step: the third never made its request.
+          expect(ofType(child, ending).map((e) => e.payload.usage)).toEqual([summarySpent])
+          expect(ofType(child, "model.usage")).toHaveLength(2)
+          expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+          expectWellFormedLog(child)
+          expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
+        }).pipe(Effect.provide(engineOver(
+          spender((request, n) => {
+            // The child's task, or the summary that took its place.
+            const isChild = request.messages.some((m) => m.role === "user" && (m.content === "child: read" || m.content.includes("summary")))
+            if (isChild) return n >= 8 ? chunks([ModelProvider.textDelta("read"), ModelProvider.finish("stop")]) : undefined
+            return n === 1
+              ? chunks([ModelProvider.toolCall("t1", "task", { description: "read", prompt: "child: read" }), ModelProvider.finish("tool_calls", { inputTokens: 10, outputTokens: 10 })])
+              : chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")])
+          }, summaryChunks),
+          compacting,
+          20_000
+        )))
+      }).pipe(Effect.provide(NodeContext.layer)))
+  }
 
   it.scoped("a compaction that fails after its summary request returned (empty_summary) counts as one that succeeds: compaction.failed carries its usage and cost, the turn's budget and the session's totals count it, replayed as live", () =>
     Effect.gen(function*() {
@@ -227,36 +230,6 @@ describe("compactions and the budget", () => {
       }).pipe(Effect.provide(engineOver(
         spender((_, n) => n === 3 || n === 6 ? chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")]) : undefined, emptySummary),
         { ...compacting, prices: { budgeted: { input: 1, output: 1 } } },
-        20_000
-      )))
-    }).pipe(Effect.provide(NodeContext.layer)))
-
-  it.scoped("a subagent's compaction that fails empty_summary counts against its parent's budget: the child and the parent end budget_exceeded", () =>
-    Effect.gen(function*() {
-      const cwd = yield* workspace(2000)
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate", budget: { maxTokens: 1000 } }))
-        const [completed] = ofType(events, "subagent.completed")
-        expect(completed?.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded" })
-        expect(completed!.payload).toMatchObject({ steps: 2, usage: { inputTokens: 50_020, outputTokens: 120 } })
-        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
-        const child = yield* collect(engine.replaySession({ sessionId: completed!.payload.childSessionId }))
-        expect(ofType(child, "compaction.failed").map((e) => e.payload)).toMatchObject([{ errorCode: "empty_summary", usage: summarySpent }])
-        expect(ofType(child, "model.usage")).toHaveLength(2)
-        expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
-        expectWellFormedLog(child)
-        expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
-      }).pipe(Effect.provide(engineOver(
-        spender((request, n) => {
-          const isChild = request.messages.some((m) => m.role === "user" && m.content === "child: read")
-          if (isChild) return n >= 8 ? chunks([ModelProvider.textDelta("read"), ModelProvider.finish("stop")]) : undefined
-          return n === 1
-            ? chunks([ModelProvider.toolCall("t1", "task", { description: "read", prompt: "child: read" }), ModelProvider.finish("tool_calls", { inputTokens: 10, outputTokens: 10 })])
-            : chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")])
-        }, emptySummary),
-        compacting,
         20_000
       )))
     }).pipe(Effect.provide(NodeContext.layer)))
