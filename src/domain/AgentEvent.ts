@@ -449,8 +449,16 @@ export const SessionCompacted = turnOrSessionEvent("session.compacted", {
   ...costFields
 })
 
-/** A compaction ended without a summary (`cancelled`, `interrupted`, a provider's reason …): the context is left as it was. */
-export const CompactionFailed = turnOrSessionEvent("compaction.failed", { compactionId: Schema.String, errorCode: Schema.String })
+/**
+ * A compaction ended without a summary (`cancelled`, `interrupted`, a provider's reason …): the context is left as it was.
+ * `usage`, `cost`, `costUnknown`: a summary request that returned and was still refused (`empty_summary`,
+ * `response_too_large`) was spent all the same — counted as `session.compacted`'s are; absent otherwise.
+ */
+export const CompactionFailed = turnOrSessionEvent("compaction.failed", {
+  compactionId: Schema.String,
+  errorCode: Schema.String,
+  ...costFields
+})
 
 /** Any event of a session's log. */
 export const AgentEvent = Schema.Union(

@@ -39,7 +39,7 @@ export const SessionSummary = Schema.Struct({
    * message's (see `SessionTitle.fromMessage`); absent before the first message. Plain text, one line.
    */
   title: Schema.optional(Schema.String),
-  // What the session used and cost (issue 21 §6), summed over its turns' `turn.completed` and its compactions' `session.compacted`: present
+  // What the session used and cost (issue 21 §6), summed over its turns' `turn.completed` and its compactions' `session.compacted` / `compaction.failed`: present
   // once a turn reported usage. `cost`: the dollars of the turns priced; `costUnknown`: the models
   // of the turns that could not be (their turns add no cost, so `cost` is then a lower bound).
   usage: Schema.optional(Usage),
@@ -138,20 +138,24 @@ export const applyAwaiting = (
   return next.length === 0 ? undefined : next
 }
 
-/** What a turn or a compaction adds to a session's totals: the usage and cost of its `turn.completed` or `session.compacted`. */
+/** What a turn or a compaction adds to a session's totals: the usage and cost of its `turn.completed`, `session.compacted` or `compaction.failed`. */
 export interface UsageChange {
   readonly usage: Usage
   readonly cost: number
   readonly costUnknown: string | undefined
 }
 
+/** The events whose usage no other event counts: a turn's total, and a compaction's summary request (done or failed). */
+const spendsOnItsOwn = (event: AgentEvent): event is Extract<AgentEvent, { readonly type: "turn.completed" | "session.compacted" | "compaction.failed" }> =>
+  event.type === "turn.completed" || event.type === "session.compacted" || event.type === "compaction.failed"
+
 /**
  * The change an event makes to a session's usage totals (`undefined`: none) — one function, so every
  * store keeps them alike: a turn's (`turn.completed`) and a compaction's summary request's
- * (`session.compacted`), which no turn counts.
+ * (`session.compacted`, or `compaction.failed` when the request returned and was refused), which no turn counts.
  */
 export const usageChange = (event: AgentEvent): UsageChange | undefined => {
-  if ((event.type !== "turn.completed" && event.type !== "session.compacted") || event.payload.usage === undefined) return undefined
+  if (!spendsOnItsOwn(event) || event.payload.usage === undefined) return undefined
   const { cost, costUnknown, usage } = event.payload
   return { usage, cost: typeof cost === "number" ? cost : 0, costUnknown: cost === null ? costUnknown : undefined }
 }

@@ -14,6 +14,9 @@
  * - A retryable provider failure is retried as a turn's request is (the same policy and waits
  *   through `Clock`); the retries are logged, not stored: `model.retry` belongs to a turn's
  *   response. Any other failure: `compaction.failed {<reason>}`.
+ * - A summary request that returned and is refused (`empty_summary`, `response_too_large`) was
+ *   spent: its `compaction.failed` carries the usage and cost, counted as `session.compacted`'s are
+ *   (the session's totals, the turn's budget, a subagent's tree).
  *
  * @since 0.4.0
  * @internal
@@ -45,7 +48,8 @@ export const maxOverflowRetries = 3
 /** How a compaction ended. */
 export type Outcome =
   | { readonly _tag: "Compacted"; readonly result: CompactionResult }
-  | { readonly _tag: "Failed"; readonly compactionId: string; readonly errorCode: string }
+  /** `usage`: what a summary request that returned and was refused spent (stored in `compaction.failed`). */
+  | { readonly _tag: "Failed"; readonly compactionId: string; readonly errorCode: string; readonly usage: AgentEvent.Usage | undefined }
   /** Nothing before the cut to summarise: no event was stored. */
   | { readonly _tag: "NothingToCompact" }
 
@@ -118,12 +122,21 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
   )
 }
 
-/** The summary of the entries before the cut (with the request's usage), or the errorCode of why there is none. */
-const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<Answer, string>> =>
+/**
+ * Why a compaction has no summary; `usage` when its request returned and was refused all the same
+ * (`empty_summary`, `response_too_large`): the tokens were spent.
+ */
+interface Refusal {
+  readonly errorCode: string
+  readonly usage?: AgentEvent.Usage | undefined
+}
+
+/** The summary of the entries before the cut (with the request's usage), or why there is none. */
+const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<Answer, Refusal>> =>
   Effect.gen(function*() {
     let entries = Cut.fitting(summarised, services.provider.capabilities.maxContextTokens)
     for (let retries = 0;; retries++) {
-      if (entries.length === 0) return Either.left("context_overflow")
+      if (entries.length === 0) return Either.left({ errorCode: "context_overflow" })
       if (entries.length < summarised.length) {
         yield* Effect.logWarning("the summary request is over the window; its oldest entries are left out").pipe(
           Effect.annotateLogs({ dropped: summarised.length - entries.length })
@@ -133,20 +146,24 @@ const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.Tran
       if (Either.isRight(answer)) {
         if (answer.right.tooLarge === true) {
           yield* Effect.logWarning("the summary is larger than a response may be; the context is left as it was")
-          return Either.left("response_too_large")
+          return Either.left({ errorCode: "response_too_large", usage: answer.right.usage })
         }
         const summary = answer.right.text.trim()
-        return summary === "" ? Either.left("empty_summary") : Either.right({ text: summary, usage: answer.right.usage })
+        return summary === "" ? Either.left({ errorCode: "empty_summary", usage: answer.right.usage }) : Either.right({ text: summary, usage: answer.right.usage })
       }
       if (answer.left.reason !== "context_overflow" || retries >= maxOverflowRetries) {
         yield* Effect.logWarning("the summary request failed; the context is left as it was").pipe(
           Effect.annotateLogs({ reason: answer.left.reason, detail: answer.left.detail })
         )
-        return Either.left(answer.left.reason)
+        return Either.left({ errorCode: answer.left.reason })
       }
       entries = entries.slice(Math.max(1, Math.ceil(entries.length / 2)))
     }
   })
+
+/** A summary request's usage with its cost, as a compaction's end stores them; nothing without usage. */
+const priced = (services: Services, usage: AgentEvent.Usage | undefined): EventDraft.SummarySpent =>
+  usage === undefined ? {} : { usage, ...PromptCache.costOf(services, usage) }
 
 /**
  * Runs one compaction of the session's context, its events committed by `commit`: in the running
@@ -180,8 +197,9 @@ export const run = (
         return yield* Effect.failCause(exit.cause)
       }
       if (Either.isLeft(exit.value)) {
-        yield* commit([EventDraft.compactionFailed(compactionId, exit.value.left)])
-        return { _tag: "Failed", compactionId, errorCode: exit.value.left } as const
+        const { errorCode, usage } = exit.value.left
+        yield* commit([EventDraft.compactionFailed(compactionId, errorCode, priced(services, usage))])
+        return { _tag: "Failed", compactionId, errorCode, usage } as const
       }
       const { text: summary, usage } = exit.value.right
       const turnId = started !== undefined && "turnId" in started ? started.turnId : undefined
@@ -203,7 +221,7 @@ export const run = (
         firstKeptSequence: plan.firstKeptSequence,
         tokensBefore: before,
         tokensAfter: after,
-        ...(usage === undefined ? {} : { usage, ...PromptCache.costOf(services, usage) })
+        ...priced(services, usage)
       }
       yield* commit([EventDraft.sessionCompacted(result)])
       return { _tag: "Compacted", result } as const

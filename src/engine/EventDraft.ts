@@ -97,10 +97,13 @@ export const sessionCompacted = (payload: AgentEvent.PayloadOf<"session.compacte
   }
 })
 
-/** `compaction.failed`. */
-export const compactionFailed = (compactionId: string, errorCode: string): Draft<"compaction.failed"> => ({
+/** What a summary request spent, priced (`PromptCache.costOf`): the cost fields of the compaction's end. */
+export type SummarySpent = Pick<AgentEvent.PayloadOf<"compaction.failed">, "usage" | "cost" | "costUnknown">
+
+/** `compaction.failed`; with what its summary request spent when it returned and was refused (counts as `sessionCompacted`'s). */
+export const compactionFailed = (compactionId: string, errorCode: string, spent: SummarySpent = {}): Draft<"compaction.failed"> => ({
   type: "compaction.failed",
-  payload: { compactionId, errorCode }
+  payload: { compactionId, errorCode, ...(spent.usage === undefined ? {} : { usage: usageOf(spent.usage), ...costOf(spent) }) }
 })
 
 /** `user.message`. */

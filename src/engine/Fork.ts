@@ -25,15 +25,14 @@ import * as LiveSession from "./LiveSession.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import * as Pulled from "./Pulled.js"
 
-/** The session-level events between turns that a fork without `atSequence` may end at, as at a turn's end. */
-const defaultPoints: ReadonlySet<AgentEvent["type"]> = new Set(["session.compacted", "compaction.failed", "session.rewound"])
-
 /**
  * Where a fork may start: a sequence after which no turn and no compaction is open (the end of a
- * closed turn, or a session-level event between turns). Without `atSequence`, the end of the last
- * closed turn — or of a manual compaction after it, so that the fork keeps the compacted context, or
- * a rewind after it, so that the rewound turns stay out of the fork's conversation — (1 when the
- * session has none). A point inside a turn or compaction (the error names the nearest
+ * closed turn, or a session-level event between turns). Without `atSequence`, the last such point:
+ * the session as it is now — every session-level event after its last turn kept (a title, a rewind,
+ * whose rewound turns must stay out of the fork's conversation, a manual compaction done or failed,
+ * follow-ups queued or dropped, a source fork's own `session.forked`) — and only an open turn or
+ * compaction (running, waiting for the user, or left by a crash) and what follows it left out; 1
+ * when there is none. A point inside a turn or compaction (the error names the nearest
  * point before it), before 1 or past the end is `InvalidInput`; so is a log that cannot be folded up to where it was read.
  *
  * A fold: `add` the source's events in order while it answers `true`, then read `result`. It keeps
@@ -43,7 +42,8 @@ const defaultPoints: ReadonlySet<AgentEvent["type"]> = new Set(["session.compact
  */
 export class PointSearch {
   private state: SessionState.SessionState | undefined = undefined
-  private lastClosedTurn = 1
+  /** The last point where no turn or compaction was open: the default. */
+  private lastBetween = 1
   /** The last point before the one asked for where no turn or compaction was open: named when the point is refused. */
   private closedBefore = 1
   /** Whether the point asked for is one where no turn or compaction is open (1 always is). */
@@ -73,11 +73,7 @@ export class PointSearch {
     const between = state.openTurn === undefined && state.compaction === undefined
     if (event.sequence === this.atSequence && between) this.atClosed = true
     if (between && this.atSequence !== undefined && event.sequence < this.atSequence) this.closedBefore = event.sequence
-    // A rewind is a point too: the session as it is now has its branch abandoned, which a fork at the
-    // turn's end before it would bring back.
-    if (event.type === "turn.completed" || (defaultPoints.has(event.type) && state.openTurn === undefined)) {
-      this.lastClosedTurn = event.sequence
-    }
+    if (between) this.lastBetween = event.sequence
     return this.stopAt === undefined || event.sequence < this.stopAt
   }
 
@@ -90,7 +86,7 @@ export class PointSearch {
   get result(): Either.Either<number, InvalidInput> {
     if (this.unreadable !== undefined) return Either.left(this.unreadable)
     const atSequence = this.atSequence
-    if (atSequence === undefined) return Either.right(this.lastClosedTurn)
+    if (atSequence === undefined) return Either.right(this.lastBetween)
     const last = this.state?.lastSequence ?? 0
     if (!Number.isSafeInteger(atSequence) || atSequence < 1 || atSequence > last) {
       return Either.left(new InvalidInput({ field: "atSequence", detail: `must be a sequence of the session, 1..${last}` }))

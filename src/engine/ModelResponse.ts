@@ -27,9 +27,10 @@ import type { Turn } from "./Turn.js"
 export interface Tally {
   usage: AgentEvent.Usage | undefined
   /**
-   * What the summaries of the compactions inside the turn used (`session.compacted.usage`): spent by
-   * the turn, so counted against its budget (`spent`), but not in `turn.completed.usage` — the
-   * session's totals count each `session.compacted` on its own.
+   * What the summaries of the compactions inside the turn used (`session.compacted.usage`, and
+   * `compaction.failed.usage` of a summary request that returned and was refused): spent by the
+   * turn, so counted against its budget (`spent`), but not in `turn.completed.usage` — the
+   * session's totals count each compaction's end on its own.
    */
   compacted: AgentEvent.Usage | undefined
 }

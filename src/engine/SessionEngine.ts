@@ -124,7 +124,7 @@ export interface FollowUpsDropped {
 /** Input of {@link SessionEngine.Service.forkSession}. */
 export interface ForkSessionInput {
   readonly sessionId: string
-  /** The fork point: the end of a closed turn (default: the end of the last one, or a manual compaction or a rewind after it). */
+  /** The fork point: the end of a closed turn or a session-level event between turns (default: the last such point, the session as it is now). */
   readonly atSequence?: number
 }
 
@@ -319,7 +319,7 @@ export declare namespace SessionEngine {
      */
     readonly dropFollowUps: (input: DropFollowUpsInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
     /**
-     * Forks a session at the end of a closed turn (default: the last one): a new session whose log
+     * Forks a session at the end of a closed turn (default: the last point between turns): a new session whose log
      * is `session.created {cwd, client, forkedFrom: {sessionId, sequence}}`, a copy of the source's
      * events 2..atSequence with the new session id and fresh event ids, then `session.forked`. The
      * source is untouched; the fork's transcript, remembered permissions (and follow-ups still

@@ -164,9 +164,10 @@ export const build = (turn: Turn, step: number, tally: Tally): Effect.Effect<Opt
     const reason = Compaction.trigger(turn.services, tokens.total)
     if (reason !== undefined) {
       const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
+      // A summary request that returned was spent, whether or not it gave a summary.
+      if (outcome._tag !== "NothingToCompact") tally.compacted = addUsage(tally.compacted, outcome._tag === "Compacted" ? outcome.result.usage : outcome.usage)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
       if (outcome._tag === "Compacted") {
-        tally.compacted = addUsage(tally.compacted, outcome.result.usage)
         built = yield* buildRequest(turn)
         const leastAfter = records ? 0 : leastTokens(built)
         if (leastAfter > limit) {

@@ -374,8 +374,9 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
         // A grandchild's ask goes up too, under this call: whoever answers the top session sees it.
         return Effect.asVoid(commit(EventDraft.subagentAsked({ ...event.payload, toolCallId })))
       case "model.usage":
-      case "session.compacted": {
-        // A compaction's summary is spent by the child's turn as its responses are: the tree's budget counts it.
+      case "session.compacted":
+      case "compaction.failed": {
+        // A compaction's summary request (done, or returned and refused) is spent by the child's turn as its responses are: the tree's budget counts it.
         const { usage } = event.payload
         const member = tree.members.get(childSessionId)
         if (usage === undefined) return Effect.void

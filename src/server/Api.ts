@@ -213,7 +213,7 @@ export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
 export const SteerMessage = strict(Schema.Struct({ message: Schema.String, turnId: Schema.optional(Schema.NonEmptyString) }))
 /** `POST /sessions/:id/compact`: tokens of recent context kept verbatim this time (default: the server's setting); the body may be left out. */
 export const Compact = optionalBody(Schema.Struct({ keepRecentTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) }))
-/** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the last one, or a compaction or rewind after it); the body may be left out. */
+/** `POST /sessions/:id/fork`: the fork point, the end of a closed turn or a session-level event between turns (default: the last such point, the session as it is now); the body may be left out. */
 export const Fork = optionalBody(Schema.Struct({ atSequence: Schema.optional(Schema.Int.pipe(Schema.positive())) }))
 /** `POST /sessions/:id/rewind`: the point to go back to (the end of a closed turn), and whether to overwrite files changed outside the agent. */
 export const Rewind = strict(Schema.Struct({ toSequence: Schema.Int.pipe(Schema.positive()), force: Schema.optional(Schema.Boolean) }))

@@ -93,7 +93,8 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
     tokensBefore: anyNumber,
     tokensAfter: anyNumber
   }).map(EventDraft.sessionCompacted),
-  fc.tuple(fc.string(), fc.string()).map(([id, code]) => EventDraft.compactionFailed(id, code)),
+  fc.tuple(fc.string(), fc.string(), fc.record({ usage, cost: fc.oneof(anyNumber, fc.constant(null)), costUnknown: fc.string() }, { requiredKeys: [] }))
+    .map(([id, code, spent]) => EventDraft.compactionFailed(id, code, spent)),
   fc.record({
     toolCallId: fc.string(),
     childSessionId: fc.string(),

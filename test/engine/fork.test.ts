@@ -6,6 +6,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import { EventStore } from "../../src/services/EventStore.js"
 import { collect, engineLayer, expectWellFormedLog, memoryEngine, testTools } from "../helpers.js"
 
 const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.replaySession({ sessionId })))
@@ -115,4 +116,108 @@ describe("forkSession", () => {
     }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
       responses: [{ toolCalls: [{ tool: "look", args: {} }] }, { chunks: ["seen"] }]
     }).pipe(Layer.provideMerge(testTools({ look: { run: () => Effect.succeed({ result: "a view" }) } }))))))
+})
+
+describe("the default fork point: the session as it is now, whatever session-level events came after its last turn", () => {
+  /** What comes after two closed turns (turn 1 ends at `end1`), each event a draft. */
+  type Tail = (end1: number) => ReadonlyArray<{ readonly type: AgentEvent["type"]; readonly payload: unknown; readonly turnId?: string }>
+  /** A tail the default fork keeps whole. */
+  const kept: ReadonlyArray<readonly [string, Tail]> = [
+    ["a title", () => [{ type: "session.titled", payload: { title: "renamed" } }]],
+    ["a rewind", (end1) => [{ type: "session.rewound", payload: { toSequence: end1, changes: [] } }]],
+    ["a manual compaction", (end1) => [
+      { type: "compaction.started", payload: { compactionId: "cmp_1", reason: "manual", tokensBefore: 40 } },
+      { type: "session.compacted", payload: { compactionId: "cmp_1", reason: "manual", summary: "S", firstKeptSequence: end1 + 1, tokensBefore: 40, tokensAfter: 20 } }
+    ]],
+    ["a manual compaction that failed after its request returned", () => [
+      { type: "compaction.started", payload: { compactionId: "cmp_1", reason: "manual", tokensBefore: 40 } },
+      { type: "compaction.failed", payload: { compactionId: "cmp_1", errorCode: "empty_summary", usage: { inputTokens: 40, outputTokens: 1 } } }
+    ]],
+    // Left by a process that stopped before its turn started: the fork's queue is the source's, as
+    // it is for a follow-up queued during the last turn.
+    ["a follow-up queued and not started", () => [{ type: "followup.queued", payload: { queueId: "queue_1", content: "and then?" } }]],
+    // Not kept, the fork would run a follow-up the user dropped.
+    ["a follow-up queued, then dropped", () => [
+      { type: "followup.queued", payload: { queueId: "queue_1", content: "and then?" } },
+      { type: "followup.dropped", payload: { queueIds: ["queue_1"] } }
+    ]],
+    ["a title, then a rewind", (end1) => [
+      { type: "session.titled", payload: { title: "renamed" } },
+      { type: "session.rewound", payload: { toSequence: end1, changes: [] } }
+    ]]
+  ]
+  /** A tail ending in something open (a crash's): the default point is the last event before it. */
+  const open: ReadonlyArray<readonly [string, Tail]> = [
+    ["a title, then a manual compaction left open", () => [
+      { type: "session.titled", payload: { title: "renamed" } },
+      { type: "compaction.started", payload: { compactionId: "cmp_1", reason: "manual", tokensBefore: 40 } }
+    ]],
+    ["a title, then a turn left open", () => [
+      { type: "session.titled", payload: { title: "renamed" } },
+      { type: "turn.started", turnId: "turn_9", payload: {} },
+      { type: "user.message", turnId: "turn_9", payload: { content: "three" } }
+    ]]
+  ]
+
+  /** Two turns made by the engine, the tail appended to a copy of the log stored as `sess_tailed`, and its default fork. */
+  const forkWithTail = (tail: Tail) =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const end1 = (yield* run(sessionId, "one")).at(-1)!.sequence
+      yield* run(sessionId, "two")
+      const turns = (yield* replay(sessionId)).map((e) => ({ ...e, sessionId: "sess_tailed" }))
+      const drafts = tail(end1)
+      const { timestamp } = turns.at(-1)!
+      const source = [
+        ...turns,
+        ...drafts.map(({ payload, turnId, type }, i) =>
+          ({ id: `evt_tail_${i}`, sessionId: "sess_tailed", sequence: turns.length + i + 1, timestamp, ...(turnId === undefined ? {} : { turnId }), type, payload }) as AgentEvent
+        )
+      ]
+      yield* Effect.flatMap(EventStore, (store) => store.appendAll(source))
+      const fork = yield* engine.forkSession({ sessionId: "sess_tailed" })
+      return { source, forked: yield* replay(fork.sessionId), fork: fork.sessionId }
+    })
+
+  for (const [name, tail] of kept) {
+    it.effect(`after ${name}: the fork copies the whole log, and its state is the source's`, () =>
+      Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { fork, forked, source } = yield* forkWithTail(tail)
+        expectWellFormedLog(source)
+        expectWellFormedLog(forked)
+        expect(forked.at(-1)).toMatchObject({ type: "session.forked", payload: { fromSessionId: "sess_tailed", atSequence: source.length } })
+        expect(copied(forked.slice(1, -1))).toEqual(copied(source.slice(1)))
+        const [mine, theirs] = [yield* engine.sessionState({ sessionId: fork }), yield* engine.sessionState({ sessionId: "sess_tailed" })]
+        expect({ title: mine.title, followUps: mine.followUps, totals: mine.totals }).toEqual({ title: theirs.title, followUps: theirs.followUps, totals: theirs.totals })
+        expect(messagesOf(forked)).toEqual(messagesOf(source))
+      }).pipe(Effect.provide(memoryEngine(model))))
+  }
+
+  for (const [name, tail] of open) {
+    it.effect(`after ${name}: the fork ends before what is open`, () =>
+      Effect.gen(function*() {
+        const { forked, source } = yield* forkWithTail(tail)
+        const opened = source.findLast((e) => e.type === "turn.started" || e.type === "compaction.started")!.sequence
+        expectWellFormedLog(forked)
+        expect(forked.at(-1)).toMatchObject({ type: "session.forked", payload: { atSequence: opened - 1 } })
+        expect(forked.filter((e) => e.type === "session.titled")).toHaveLength(1)
+      }).pipe(Effect.provide(memoryEngine(model))))
+  }
+
+  it.effect("a fork of a fork that has no turn of its own forks at its session.forked; renamed through the engine, at its title", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const source = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(source.sessionId, "one")
+      const first = yield* engine.forkSession({ sessionId: source.sessionId })
+      const firstLog = yield* replay(first.sessionId)
+      const second = yield* replay((yield* engine.forkSession({ sessionId: first.sessionId })).sessionId)
+      expect(second.at(-1)).toMatchObject({ type: "session.forked", payload: { fromSessionId: first.sessionId, atSequence: firstLog.length } })
+      yield* engine.renameSession({ sessionId: first.sessionId, title: "the first fork" })
+      const third = yield* engine.forkSession({ sessionId: first.sessionId })
+      expect((yield* engine.sessionState({ sessionId: third.sessionId })).title).toBe("the first fork")
+      expect((yield* engine.listSessions).find((s) => s.sessionId === third.sessionId)?.title).toBe("the first fork")
+    }).pipe(Effect.provide(memoryEngine(model))))
 })

@@ -1,7 +1,9 @@
 /**
  * The fork and the rewind's plan as first written, over the whole log collected in memory, kept
  * verbatim (src/engine/Fork.ts and Rewind.ts at 1251f1a) as the reference the streaming versions
- * must match: forkStream.test.ts compares them on varied logs.
+ * must match: forkStream.test.ts compares them on varied logs. One rule changed since: the default
+ * fork point is the last point between turns (kernel44), no longer the last turn's end or a manual
+ * compaction after it.
  */
 import * as Either from "effect/Either"
 import type { AgentEvent, FileChange } from "../../src/domain/AgentEvent.js"
@@ -11,18 +13,14 @@ import type { Plan } from "../../src/engine/Rewind.js"
 
 export const referenceForkPoint = (source: ReadonlyArray<AgentEvent>, atSequence: number | undefined): Either.Either<number, InvalidInput> => {
   const closedAt = new Set<number>([1])
-  let lastClosedTurn = 1
   let state: SessionState.SessionState | undefined
   for (const event of source) {
     const next = state === undefined ? SessionState.start(event) : SessionState.reduce(state, event)
     if (Either.isLeft(next)) return Either.left(new InvalidInput({ field: "sessionId", detail: `the session's log cannot be read: ${next.left.message}` }))
     state = next.right
     if (state.openTurn === undefined && state.compaction === undefined) closedAt.add(event.sequence)
-    if (event.type === "turn.completed" || ((event.type === "session.compacted" || event.type === "compaction.failed") && state.openTurn === undefined)) {
-      lastClosedTurn = event.sequence
-    }
   }
-  if (atSequence === undefined) return Either.right(lastClosedTurn)
+  if (atSequence === undefined) return Either.right(Math.max(...closedAt))
   const last = state?.lastSequence ?? 0
   if (!Number.isSafeInteger(atSequence) || atSequence < 1 || atSequence > last) {
     return Either.left(new InvalidInput({ field: "atSequence", detail: `must be a sequence of the session, 1..${last}` }))

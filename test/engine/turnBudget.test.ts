@@ -8,12 +8,14 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import type { AgentEvent, Usage } from "../../src/domain/AgentEvent.js"
 import { summaryInstruction } from "../../src/domain/Compaction.js"
+import * as SessionState from "../../src/domain/SessionState.js"
 import * as SessionEngine from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
@@ -118,13 +120,19 @@ describe("a turn's usage total", () => {
 })
 
 describe("compactions and the budget", () => {
-  /** A summary costs 50,100 tokens; every other request reads `a.txt` (20 tokens) until its `done`-th. */
-  const spender = (done: (request: ModelProvider.ModelRequest, n: number) => Stream.Stream<ModelProvider.ModelChunk> | undefined) => {
+  const summarySpent = { inputTokens: 50_000, outputTokens: 100 }
+  /** A summary that costs 50,100 tokens. */
+  const summary = [ModelProvider.textDelta("summary"), ModelProvider.finish("stop", summarySpent)]
+  /** A summary request that costs as much and returns no text: the compaction fails `empty_summary`. */
+  const emptySummary = [ModelProvider.finish("stop", summarySpent)]
+  /** A summary answers `summaryChunks`; every other request reads `a.txt` (20 tokens) until its `done`-th. */
+  const spender = (
+    done: (request: ModelProvider.ModelRequest, n: number) => Stream.Stream<ModelProvider.ModelChunk> | undefined,
+    summaryChunks: ReadonlyArray<ModelProvider.ModelChunk> = summary
+  ) => {
     let n = 0
     return (request: ModelProvider.ModelRequest) => {
-      if (request.system === summaryInstruction) {
-        return chunks([ModelProvider.textDelta("summary"), ModelProvider.finish("stop", { inputTokens: 50_000, outputTokens: 100 })])
-      }
+      if (request.system === summaryInstruction) return chunks(summaryChunks)
       n++
       return done(request, n) ?? readA(`c${n}`, { inputTokens: 10, outputTokens: 10 })
     }
@@ -151,35 +159,77 @@ describe("compactions and the budget", () => {
       }).pipe(Effect.provide(engineOver(spender((_, n) => n === 3 ? chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")]) : undefined), compacting, 20_000)))
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("a subagent's compaction counts against its parent's budget: the child and the parent end budget_exceeded", () =>
+  // A summary request spent is spent whether it gave a summary or came back empty (compaction.failed {empty_summary}).
+  for (const [ending, summaryChunks] of [["session.compacted", summary], ["compaction.failed", emptySummary]] as const) {
+    it.scoped(`a subagent's compaction (${ending}) counts against its parent's budget: the child and the parent end budget_exceeded`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* workspace(2000)
+        yield* Effect.gen(function*() {
+          const engine = yield* SessionEngine.SessionEngine
+          const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+          const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate", budget: { maxTokens: 1000 } }))
+          const [completed] = ofType(events, "subagent.completed")
+          expect(completed?.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded" })
+          // What the tree used, as the parent's log shows it, has the child's summary in it.
+          expect(completed!.payload).toMatchObject({ steps: 2, usage: { inputTokens: 50_020, outputTokens: 120 } })
+          expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+          const child = yield* collect(engine.replaySession({ sessionId: completed!.payload.childSessionId }))
+          // Its compaction came in its second step: the third never made its request.
+          expect(ofType(child, ending).map((e) => e.payload.usage)).toEqual([summarySpent])
+          expect(ofType(child, "model.usage")).toHaveLength(2)
+          expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+          expectWellFormedLog(child)
+          expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
+        }).pipe(Effect.provide(engineOver(
+          spender((request, n) => {
+            // The child's task, or the summary that took its place.
+            const isChild = request.messages.some((m) => m.role === "user" && (m.content === "child: read" || m.content.includes("summary")))
+            if (isChild) return n >= 8 ? chunks([ModelProvider.textDelta("read"), ModelProvider.finish("stop")]) : undefined
+            return n === 1
+              ? chunks([ModelProvider.toolCall("t1", "task", { description: "read", prompt: "child: read" }), ModelProvider.finish("tool_calls", { inputTokens: 10, outputTokens: 10 })])
+              : chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")])
+          }, summaryChunks),
+          compacting,
+          20_000
+        )))
+      }).pipe(Effect.provide(NodeContext.layer)))
+  }
+
+  it.scoped("a compaction that fails after its summary request returned (empty_summary) counts as one that succeeds: compaction.failed carries its usage and cost, the turn's budget and the session's totals count it, replayed as live", () =>
     Effect.gen(function*() {
       const cwd = yield* workspace(2000)
       yield* Effect.gen(function*() {
         const engine = yield* SessionEngine.SessionEngine
         const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate", budget: { maxTokens: 1000 } }))
-        const [completed] = ofType(events, "subagent.completed")
-        expect(completed?.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded" })
-        // What the tree used, as the parent's log shows it, has the child's summary in it.
-        expect(completed!.payload).toMatchObject({ steps: 2, usage: { inputTokens: 50_020, outputTokens: 120 } })
-        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
-        const child = yield* collect(engine.replaySession({ sessionId: completed!.payload.childSessionId }))
-        // Its compaction came in its second step: the third never made its request.
-        expect(ofType(child, "session.compacted")).toHaveLength(1)
-        expect(ofType(child, "model.usage")).toHaveLength(2)
-        expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
-        expectWellFormedLog(child)
-        expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
+        yield* collect(engine.runTurn({ sessionId, userMessage: "warm up" }))
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "spend", budget: { maxTokens: 1000 } }))
+        // The failed compaction came before the first request: the second step never made its request.
+        const failed = ofType(events, "compaction.failed")
+        expect(failed.map((e) => e.payload)).toEqual([
+          { compactionId: expect.any(String), errorCode: "empty_summary", usage: summarySpent, cost: 50_100 / 1_000_000 }
+        ])
+        expect(usages(events)).toHaveLength(1)
+        const completed = ofType(events, "turn.completed")[0]!.payload
+        expect(completed).toMatchObject({ stopReason: "error", errorCode: "budget_exceeded" })
+        const reported = usages(events)
+        expect(completed.usage).toEqual({ inputTokens: sumOf(reported, "inputTokens"), outputTokens: sumOf(reported, "outputTokens") })
+        // The session's totals: every turn's, and every summary request's, the failed ones too.
+        const log = yield* collect(engine.replaySession({ sessionId }))
+        expectWellFormedLog(log)
+        const spent = [
+          ...ofType(log, "turn.completed").map((e) => e.payload.usage!),
+          ...ofType(log, "compaction.failed").map((e) => e.payload.usage!)
+        ]
+        expect(ofType(log, "compaction.failed").length).toBeGreaterThan(1)
+        const total = { inputTokens: sumOf(spent, "inputTokens"), outputTokens: sumOf(spent, "outputTokens") }
+        const live = yield* engine.sessionState({ sessionId })
+        expect(live.totals).toEqual({ usage: total, cost: (total.inputTokens + total.outputTokens) / 1_000_000 })
+        expect(Either.getOrThrow(SessionState.replay(log))).toEqual(live)
+        const [listed] = yield* engine.listSessions
+        expect(listed).toMatchObject({ usage: total, cost: live.totals!.cost })
       }).pipe(Effect.provide(engineOver(
-        spender((request, n) => {
-          // The child's task, or the summary that took its place.
-          const isChild = request.messages.some((m) => m.role === "user" && (m.content === "child: read" || m.content.includes("summary")))
-          if (isChild) return n >= 8 ? chunks([ModelProvider.textDelta("read"), ModelProvider.finish("stop")]) : undefined
-          return n === 1
-            ? chunks([ModelProvider.toolCall("t1", "task", { description: "read", prompt: "child: read" }), ModelProvider.finish("tool_calls", { inputTokens: 10, outputTokens: 10 })])
-            : chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")])
-        }),
-        compacting,
+        spender((_, n) => n === 3 || n === 6 ? chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")]) : undefined, emptySummary),
+        { ...compacting, prices: { budgeted: { input: 1, output: 1 } } },
         20_000
       )))
     }).pipe(Effect.provide(NodeContext.layer)))

@@ -14,7 +14,7 @@ export const config = {
   sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to fork")),
   at: Help.number("at", "integer").pipe(
     Options.optional,
-    Options.withDescription("The sequence to fork at: the end of a closed turn (default: the last one, or a compaction or rewind after it)")
+    Options.withDescription("The sequence to fork at: the end of a closed turn or a session-level event between turns (default: the last such point, the session as it is now)")
   ),
   ...Flags.storage
 }
