@@ -42,6 +42,7 @@ import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as Directories from "./Directories.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
+import * as SchemaVersion from "./sql/SchemaVersion.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
 import * as SqliteBusy from "./sql/SqliteBusy.js"
 import * as SqliteFileLimit from "./sql/SqliteFileLimit.js"
@@ -395,8 +396,14 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
       Effect.catchTag("MigratingElsewhere", () => Effect.fail(foreignSchema(options.filename, incomplete)))
     )
   )
+  // A newer release's migrations are refused by name before the schema is compared (which would
+  // call their tables a repository's): see `SchemaVersion`.
+  const notNewer = SchemaVersion.refuseNewer({ loader: migrations, table: "effect_agent_migrations", where: options.filename }).pipe(
+    Effect.catchAll((error) => Effect.fail(error._tag === "EventStoreFailure" ? error : openFailure(options.filename, error)))
+  )
   const checked = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA trusted_schema = OFF`).pipe(
     Effect.mapError((error) => openFailure(options.filename, error)),
+    Effect.zipRight(notNewer),
     Effect.zipRight(verify(options.filename, false))
   ))
   const client = Layer.provideMerge(checked, SqliteClient.layer({ filename: options.filename })).pipe(
