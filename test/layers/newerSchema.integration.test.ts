@@ -21,7 +21,7 @@ import { tempDir } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
 
 /** Opens `layer` in a scope of its own and closes it: `Right` once it opened, else its failure. */
-const opening = <E>(layer: Layer.Layer<unknown, E>) => Effect.either(Effect.scoped(Layer.build(layer)))
+const opening = <A, E>(layer: Layer.Layer<A, E>) => Effect.either(Effect.scoped(Layer.build(layer)))
 
 const expectNewer = (opened: Either.Either<unknown, unknown>) => {
   expect(Either.isLeft(opened) && opened.left).toMatchObject({ _tag: "EventStoreFailure", reason: "unavailable" })

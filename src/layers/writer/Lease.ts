@@ -183,7 +183,8 @@ export const make = (options: Options) =>
       Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep(Duration.millis(renewMs))
-          const renewed = yield* Effect.flatMap(Effect.zip(now, monotonicNow), ([at, monotonicAt]) =>
+          // Run again like every other statement of the lease (a busy SQLite, a late cancel): a renewal missed waits a third of the ttl.
+          const renewed = yield* retried(Effect.flatMap(Effect.zip(now, monotonicNow), ([at, monotonicAt]) =>
             monotonicAt === undefined
               ? sql<{ token: string }>`
                 UPDATE writer_leases SET expires_at = ${at + ttlMs}
@@ -193,7 +194,7 @@ export const make = (options: Options) =>
                 UPDATE writer_leases SET expires_at = ${at + ttlMs}, holder = ${holderText(me, monotonicAt)}
                 WHERE session_id = ${sessionId} AND token = ${me.nonce}
                 RETURNING token`
-          ).pipe(
+          )).pipe(
             Effect.catchAll((error) =>
               Effect.as(Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`), [{ token: me.nonce }])
             )
