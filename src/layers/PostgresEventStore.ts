@@ -42,6 +42,7 @@ import * as MemoryEventStore from "./MemoryEventStore.js"
 import { codeOf } from "./sql/ErrorCode.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as LateCancel from "./sql/LateCancel.js"
+import * as SchemaVersion from "./sql/SchemaVersion.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -333,7 +334,13 @@ export const layerFromClient = (
   const migrated = Layer.effectDiscard(
     // A failing migration is a defect of the migrator: made typed here too.
     // A late cancel (see `LateCancel`) stops a migration's statement, which rolls its transaction back: run again.
-    LateCancel.retried(migrate).pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
+    LateCancel.retried(migrate).pipe(
+      Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))),
+      // A newer release's migrations (which the migrator leaves alone) are not written by this one: see `SchemaVersion`.
+      Effect.zipRight(LateCancel.retried(SchemaVersion.refuseNewer({ loader: migrations, table: migrationsTable, where })).pipe(
+        Effect.catchAll((error) => Effect.fail(error._tag === "EventStoreFailure" ? error : openFailure(where, error, "reading the schema's version failed")))
+      ))
+    )
   )
   return Layer.merge(
     Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })),

@@ -42,7 +42,9 @@ import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as Directories from "./Directories.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
+import * as SchemaVersion from "./sql/SchemaVersion.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
+import * as SqliteBusy from "./sql/SqliteBusy.js"
 import * as SqliteFileLimit from "./sql/SqliteFileLimit.js"
 import * as SqliteSchema from "./sql/SqliteSchema.js"
 import * as Lease from "./writer/Lease.js"
@@ -240,10 +242,13 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             : Effect.fail(failure("append", filename, event.sessionId)(error)))
       )
 
-    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: filename, failure, append: appendEvent })
+    // Busy waits run again on the scheduler, not in SQLite on the main thread (see `SqliteBusy`).
+    const retried = SqliteBusy.retried
+    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: filename, failure, append: appendEvent, retried })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
+      retried,
       path: filename,
       failure: (sessionId) => failure("lock", filename, sessionId),
       // Its writers share a host: leases are judged on its monotonic clock, which a step of the wall clock does not move.
@@ -346,7 +351,7 @@ const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, Even
  */
 export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, EventStoreFailure, FileSystem.FileSystem | Path.Path> => {
   // The blob area is a table of the same database (see `blobs/SqlBlobStore`).
-  const stores = Layer.merge(Layer.effect(EventStore, make(options)), Layer.effect(BlobStore, SqlBlobStore.make({ where: options.filename })))
+  const stores = Layer.merge(Layer.effect(EventStore, make(options)), Layer.effect(BlobStore, SqlBlobStore.make({ where: options.filename, retried: SqliteBusy.retried })))
   if (options.readOnly === true) return stores.pipe(Layer.provide(readOnlyClient(options.filename)))
   const prepareFolder = Layer.effectDiscard(Effect.gen(function*() {
     const path = yield* Path.Path
@@ -391,8 +396,14 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
       Effect.catchTag("MigratingElsewhere", () => Effect.fail(foreignSchema(options.filename, incomplete)))
     )
   )
+  // A newer release's migrations are refused by name before the schema is compared (which would
+  // call their tables a repository's): see `SchemaVersion`.
+  const notNewer = SchemaVersion.refuseNewer({ loader: migrations, table: "effect_agent_migrations", where: options.filename }).pipe(
+    Effect.catchAll((error) => Effect.fail(error._tag === "EventStoreFailure" ? error : openFailure(options.filename, error)))
+  )
   const checked = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA trusted_schema = OFF`).pipe(
     Effect.mapError((error) => openFailure(options.filename, error)),
+    Effect.zipRight(notNewer),
     Effect.zipRight(verify(options.filename, false))
   ))
   const client = Layer.provideMerge(checked, SqliteClient.layer({ filename: options.filename })).pipe(
@@ -400,5 +411,10 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
     Layer.catchAllCause((cause) => Layer.fail(openFailure(options.filename, Cause.squash(cause)))),
     Layer.provide(prepareFolder)
   )
-  return stores.pipe(Layer.provide(migrated), Layer.provide(client))
+  // After the migrations, which keep SQLite's own wait (two processes opening a new database at
+  // once): from here a busy database is waited for on the scheduler (see `SqliteBusy`).
+  const shortBusyWait = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, SqliteBusy.shortWait).pipe(
+    Effect.mapError((error) => openFailure(options.filename, error))
+  ))
+  return stores.pipe(Layer.provide(shortBusyWait), Layer.provide(migrated), Layer.provide(client))
 }

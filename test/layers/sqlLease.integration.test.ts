@@ -256,9 +256,34 @@ for (const [kind, database] of databases) {
         yield* Effect.scoped(store.acquireWriter("dead"))
         yield* writeRow(db, "reused", { pid: 1, hostname: hostname(), startTime: "1", startedAt: at, nonce: "n" }, Number.MAX_SAFE_INTEGER)
         yield* Effect.scoped(store.acquireWriter("reused"))
-        // A row no writer could have written (not a holder) is nobody's.
-        yield* writeRow(db, "garbled", { nonsense: true }, Number.MAX_SAFE_INTEGER)
-        yield* Effect.scoped(store.acquireWriter("garbled"))
+      }))
+
+    test("a live writer on another machine with this host name (another boot) is busy until its lease expires, not taken over at once", (db) =>
+      Effect.gen(function*() {
+        // mend56 (review56 F1): a holder of this host name and another boot id was judged dead
+        // ("rebooted") at once — but host names repeat across machines (a pod spec's `hostname:`,
+        // compose, cloned VMs): a second writer took a live, renewed lease. Failed on main: B got the lease.
+        const sameName = (now: Date): Holder.Holder => ({ ...Holder.current(now), bootId: "boot of the other machine", pid: 4242 })
+        const stalled = yield* storeOn(db, { ttl, renewEvery: Duration.times(ttl, 10), identity: sameName })
+        const here = yield* storeOn(db, { ttl })
+        yield* Scope.extend(stalled.acquireWriter("s"), yield* Effect.scope)
+        const busy = yield* Effect.either(Effect.scoped(here.acquireWriter("s")))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: expect.stringContaining(`pid 4242 on host ${hostname()}`) })
+        // Really gone (a reboot of this machine, or the other one lost): its lease expires, one ttl later.
+        yield* TestClock.adjust(Duration.sum(ttl, Duration.millis(1)))
+        yield* Effect.scoped(here.acquireWriter("s"))
+      }))
+
+    test("a holder text no release wrote is judged by its lease's expiry: busy while it lasts, taken over after", (db) =>
+      Effect.gen(function*() {
+        // mend56 (review56): on main such a row was taken at once, however long its lease still ran.
+        const store = yield* storeOn(db, {})
+        const now = yield* Clock.currentTimeMillis
+        yield* writeRow(db, "garbled", { nonsense: true }, now + Duration.toMillis(ttl))
+        const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("garbled")))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: "a writer this release cannot read" })
+        yield* writeRow(db, "expired", { nonsense: true }, now - 1)
+        yield* Effect.scoped(store.acquireWriter("expired"))
       }))
   })
 }

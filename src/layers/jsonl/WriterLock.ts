@@ -275,7 +275,7 @@ export const rewriteUnderWay = (logFile: string): boolean => {
 }
 
 /**
- * Who holds the lock, for `SessionBusy`. A holder this process cannot see (another machine, or a
+ * Who holds the lock, for `SessionBusy`. A holder this process cannot see (another machine, a boot before this one, or a
  * container of this machine in another pid namespace) may be long gone, and this lock has no
  * expiry: the text says what to remove then — by its name in the data dir, never a runtime path
  * (`SessionBusy` goes out on the wire).
@@ -283,7 +283,7 @@ export const rewriteUnderWay = (logFile: string): boolean => {
 const busyHolder = (sessionId: string, holder: Holder.Holder, liveness: Holder.Liveness) =>
   liveness === "alive"
     ? Holder.describe(holder)
-    : `${Holder.describe(holder)}, which this process cannot see (another machine or container); if that process is gone, remove the folder sessions/${sessionId}.jsonl.lock in the data dir`
+    : `${Holder.describe(holder)}, which this process cannot see (another machine or container, or this machine before a reboot); if that process is gone, remove the folder sessions/${sessionId}.jsonl.lock in the data dir`
 
 /**
  * Holds the writer lock of `logFile` for the scope: fails `SessionBusy` naming the live holder, or

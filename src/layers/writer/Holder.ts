@@ -20,7 +20,11 @@ export interface Holder {
   readonly hostname: string
   /** The process's start time from `/proc/<pid>/stat` (field 22); absent where `/proc` is not available. */
   readonly startTime?: string
-  /** The kernel's boot id: another one means the machine rebooted since, and the holder is gone. */
+  /**
+   * The kernel's boot id. Of a holder of this host name, another one means another boot: this
+   * machine's before a reboot, or another machine's that has this host name too — nothing here
+   * tells which, so it judges nothing alone (see {@link liveness}).
+   */
   readonly bootId?: string
   /** The holder's pid namespace (`/proc/self/ns/pid`): its pid means nothing in another one (another container). */
   readonly pidNamespace?: string
@@ -95,25 +99,36 @@ export type Liveness = "alive" | "dead" | "unknown"
 
 const differ = (a: string | undefined, b: string | undefined) => a !== undefined && b !== undefined && a !== b
 
-/** What can be known of `holder`'s process before its pid is asked about. */
-const sameMachine = (
-  own: { readonly hostname: string; readonly bootId: string | undefined; readonly pidNamespace: string | undefined },
-  holder: Holder
-): Liveness | "judge by pid" => {
+/** Who this process is, as far as judging a holder goes (a seam: tests stand in for another machine's process). */
+export interface Own {
+  readonly hostname: string
+  readonly bootId: string | undefined
+  readonly pidNamespace: string | undefined
+}
+
+/**
+ * What can be known of `holder`'s process before its pid is asked about. A holder of this host
+ * name but another boot is unknown, not dead: host names repeat across machines (a Kubernetes pod
+ * spec's `hostname:`, compose, cloned VMs), and such a holder, judged dead, had its live lock taken
+ * at once — two writers interleaving one log. Nothing this process can read tells a reboot of this
+ * machine from another machine of the same name: `/etc/machine-id` is one for every container of
+ * an image and every clone of an unprepared VM image. So a lease waits out its expiry (a real
+ * reboot costs one ttl), and a JSONL lock, which has none, is released by hand.
+ */
+export const sameMachine = (own: Own, holder: Holder): Liveness | "judge by pid" => {
   if (holder.hostname !== own.hostname) {
     const sameBoot = own.bootId !== undefined && holder.bootId === own.bootId
     return sameBoot && own.pidNamespace !== undefined && holder.pidNamespace === own.pidNamespace ? "judge by pid" : "unknown"
   }
-  if (differ(holder.bootId, own.bootId)) return "dead"
-  if (differ(holder.pidNamespace, own.pidNamespace)) return "unknown"
-  return "judge by pid"
+  return differ(holder.bootId, own.bootId) || differ(holder.pidNamespace, own.pidNamespace) ? "unknown" : "judge by pid"
 }
 
 /**
  * Whether a holder is alive, as far as this process can tell. On this machine and in this pid
  * namespace: dead when no process has its pid, when the process with its pid started at another
- * time (the pid was reused), or when it has exited and not been reaped yet. On this host after a
- * reboot: dead. From another machine or pid namespace (another container): unknown.
+ * time (the pid was reused), or when it has exited and not been reaped yet. Of another boot (this
+ * host after a reboot, or another machine of this host name), another machine or another pid
+ * namespace (another container): unknown.
  *
  * "This machine" is this boot (the kernel's random boot id) before it is this host name: a
  * container, or `unshare --uts`, runs under another host name on the same kernel, and a holder

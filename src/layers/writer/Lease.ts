@@ -111,7 +111,7 @@ const monotonicExpiryOf = (holderText: string): number | undefined => {
 
 type Attempt =
   | { readonly _tag: "Held"; readonly takenOverFrom: Holder.Holder | undefined; readonly expired: boolean }
-  | { readonly _tag: "Busy"; readonly holder: Holder.Holder }
+  | { readonly _tag: "Busy"; readonly holder: string }
   | { readonly _tag: "Retry" }
 
 /** A lease row as read back (PostgreSQL returns a `bigint` column as text). */
@@ -158,14 +158,18 @@ export const make = (options: Options) =>
           return inserted.length === 1 ? { _tag: "Held", takenOverFrom: undefined, expired: false } : { _tag: "Retry" }
         }
         const holder = Holder.parse(row.holder)
-        // On this host the holder's process tells; from another host (or container) only the expiry can.
-        const liveness = holder === undefined ? "dead" : Holder.liveness(holder)
+        // On this host the holder's process tells; from another host (or container) only the expiry
+        // can — and for a holder text that is not one (another release's, a hand-edited row) too:
+        // judged dead, it was taken at once, whoever wrote it.
+        const liveness = holder === undefined ? "unknown" : Holder.liveness(holder)
         // A holder reading our monotonic clock is judged on it: a step of the wall clock moves neither.
         const monotonicExpiry = holder !== undefined && monotonicAt !== undefined && Holder.sharesMonotonicClock(holder)
           ? monotonicExpiryOf(row.holder)
           : undefined
         const expired = monotonicExpiry !== undefined ? monotonicExpiry <= monotonicAt! : Number(row.expires_at) <= at
-        if (liveness === "alive" || (liveness === "unknown" && !expired)) return { _tag: "Busy", holder: holder! }
+        if (liveness === "alive" || (liveness === "unknown" && !expired)) {
+          return { _tag: "Busy", holder: holder === undefined ? "a writer this release cannot read" : Holder.describe(holder) }
+        }
         // Compare-and-swap on the token: of two writers taking over one lease, one wins.
         const taken = yield* sql<{ token: string }>`
           UPDATE writer_leases SET token = ${me.nonce}, holder = ${holderText(me, monotonicAt)}, expires_at = ${expires}
@@ -179,7 +183,8 @@ export const make = (options: Options) =>
       Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep(Duration.millis(renewMs))
-          const renewed = yield* Effect.flatMap(Effect.zip(now, monotonicNow), ([at, monotonicAt]) =>
+          // Run again like every other statement of the lease (a busy SQLite, a late cancel): a renewal missed waits a third of the ttl.
+          const renewed = yield* retried(Effect.flatMap(Effect.zip(now, monotonicNow), ([at, monotonicAt]) =>
             monotonicAt === undefined
               ? sql<{ token: string }>`
                 UPDATE writer_leases SET expires_at = ${at + ttlMs}
@@ -189,7 +194,7 @@ export const make = (options: Options) =>
                 UPDATE writer_leases SET expires_at = ${at + ttlMs}, holder = ${holderText(me, monotonicAt)}
                 WHERE session_id = ${sessionId} AND token = ${me.nonce}
                 RETURNING token`
-          ).pipe(
+          )).pipe(
             Effect.catchAll((error) =>
               Effect.as(Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`), [{ token: me.nonce }])
             )
@@ -207,7 +212,7 @@ export const make = (options: Options) =>
         for (let round = 0; round < 100; round++) {
           // An attempt reads the row again, so one that failed without changing anything runs again whole.
           const result = yield* retried(attempt(sessionId, me))
-          if (result._tag === "Busy") return yield* new SessionBusy({ sessionId, holder: Holder.describe(result.holder) })
+          if (result._tag === "Busy") return yield* new SessionBusy({ sessionId, holder: result.holder })
           if (result._tag === "Held") {
             if (result.takenOverFrom !== undefined) {
               const why = result.expired ? "whose lease expired" : "which is gone"
