@@ -6,8 +6,14 @@
  * cut at 64 KiB (the vendor's message still read), and one event past 16 MiB is a failure of its
  * own, not retried. Failed before (the server wrote all it had, the turn ended otherwise).
  */
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
+import * as OpenAiLanguageModel from "@effect/ai-openai/OpenAiLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { createServer, type Server } from "node:http"
@@ -15,6 +21,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import { ModelProvider } from "../../src/services/ModelProvider.js"
 import * as ProviderTurns from "./providerTurns.js"
@@ -32,6 +39,11 @@ const openings: Record<string, Record<Mode, string>> = {
   },
   openai: {
     event: "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+    error: "{\"error\":{\"type\":\"server_error\",\"message\":\""
+  },
+  // The Responses API, which `@effect/ai-openai` speaks.
+  "openai-responses": {
+    event: "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"",
     error: "{\"error\":{\"type\":\"server_error\",\"message\":\""
   }
 }
@@ -72,6 +84,24 @@ afterAll(() => {
 const layers = {
   anthropic: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: url }),
   openai: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${url}/v1` })
+}
+
+/** The `@effect/ai` bridge on each vendor's `LanguageModel`, its client over fetch with `layerBoundedBodies` between. */
+const bridged = {
+  anthropic: () =>
+    EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+      Layer.provide(AnthropicLanguageModel.layer({ model: "claude-sonnet-4-5" })),
+      Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: url })),
+      Layer.provide(EffectAiModelProvider.layerBoundedBodies),
+      Layer.provide(FetchHttpClient.layer)
+    ),
+  "openai-responses": () =>
+    EffectAiModelProvider.layer({ model: "gpt-4.1-mini" }).pipe(
+      Layer.provide(OpenAiLanguageModel.layer({ model: "gpt-4.1-mini" })),
+      Layer.provide(OpenAiClient.layer({ apiKey: Redacted.make("k"), apiUrl: `${url}/v1` })),
+      Layer.provide(EffectAiModelProvider.layerBoundedBodies),
+      Layer.provide(FetchHttpClient.layer)
+    )
 }
 
 /** Waits until every response so far has closed (the server saw each connection end). */
@@ -127,5 +157,41 @@ describe("the vendor's message of a cut error body", () => {
         expect(failure.detail).toContain(vendor === "anthropic" ? "api_error" : "xxxx")
         expect(failure.detail.length).toBeLessThan(64 * 1024 + 200)
       }).pipe(Effect.provide(layers[vendor]())))
+  }
+})
+
+/**
+ * reach44: the same through the `@effect/ai` bridge, whose providers read through the `HttpClient`
+ * they are built on: with `layerBoundedBodies` between, the same bounds and the same failures. Failed
+ * before it (the bridge read through the client as it came: every body whole, the event a network
+ * failure retried five times, each of the server's 64 MiB written).
+ */
+describe("a model endpoint's body without end, through the @effect/ai bridge", () => {
+  for (const vendor of ["anthropic", "openai-responses"] as const) {
+    it.effect(`${vendor}: one event that never ends fails once past 16 MiB, unknown, not retried; the rest is not read`, () =>
+      Effect.gen(function*() {
+        mode = { vendor, kind: "event" }
+        responses.length = 0
+        const events = yield* ProviderTurns.turnWithRetries("hi")
+        expect(codes(events)).toEqual(["unknown"])
+        yield* allClosed
+        expect(responses).toHaveLength(1)
+        expect(responses[0]!.cut).toBe(true)
+        expect(responses[0]!.written).toBeLessThan(bodyBytes / 2)
+      }).pipe(Effect.provide(WireStreams.engine(bridged[vendor]))))
+
+    it.effect(`${vendor}: a 500 whose body never ends is read to 64 KiB: server, retried, each body let go`, () =>
+      Effect.gen(function*() {
+        mode = { vendor, kind: "error" }
+        responses.length = 0
+        const events = yield* ProviderTurns.turnWithRetries("hi")
+        expect(codes(events)).toEqual(["server", "server", "server", "server", "server"])
+        yield* allClosed
+        expect(responses).toHaveLength(5)
+        for (const response of responses) {
+          expect(response.cut).toBe(true)
+          expect(response.written).toBeLessThan(bodyBytes / 2)
+        }
+      }).pipe(Effect.provide(WireStreams.engine(bridged[vendor]))))
   }
 })
