@@ -3,7 +3,7 @@
  * the bound, and a server that closes its stdout (seen before only through the SDK's private
  * `_process`).
  */
-import { describe, expect, it, vi } from "vitest"
+import { describe, expect, it, onTestFinished, vi } from "vitest"
 import { lineSplitter, StdioTransport } from "../../src/layers/mcp/StdioTransport.js"
 import { alive } from "../processes.js"
 
@@ -50,6 +50,39 @@ describe("StdioTransport", () => {
     await until(() => closed > 0)
     expect(pid).toBeTypeOf("number")
     await until(() => !alive(pid!))
+    await transport.close()
+    expect(closed).toBe(1)
+  })
+})
+
+describe("StdioTransport: the server's own end (ended)", () => {
+  // reach44: `ended()` had no test of its own (the case above has one process; the end through
+  // `close()` is tested). A server whose stdout ends can never answer: the transport closes once
+  // (onclose, not again at the process's close or at close()), and it stops the server's whole
+  // group — what the server started too, as close() does. Checked by mutation: with ended()
+  // signalling only its direct child, or not listening for stdout's end, this test never finishes.
+  it("a server that closes its stdout with a process it started running: onclose once, and both are stopped", async () => {
+    const grandchild = `setInterval(() => {}, 1 << 30)`
+    const script = [
+      `const started = require("node:child_process").spawn(process.execPath, ["-e", ${JSON.stringify(grandchild)}], { stdio: "ignore" })`,
+      `const pids = { server: process.pid, started: started.pid }`,
+      `process.stdout.write(JSON.stringify({ jsonrpc: "2.0", method: "pids", params: pids }) + "\\n", () => { require("node:fs").closeSync(1); setInterval(() => {}, 1 << 30) })`
+    ].join("\n")
+    const transport = new StdioTransport({ command: process.execPath, args: ["-e", script], env: {}, cwd: process.cwd() })
+    let pids: { server: number; started: number } | undefined
+    let closed = 0
+    transport.onmessage = (message) => {
+      pids = (message as unknown as { params: { server: number; started: number } }).params
+    }
+    transport.onclose = () => closed++
+    // However the test ends (a timeout included), nothing it started outlives it.
+    onTestFinished(() => {
+      for (const pid of [pids?.server, pids?.started]) if (pid !== undefined && alive(pid)) process.kill(pid, "SIGKILL")
+    })
+    await transport.start()
+    await until(() => closed > 0)
+    expect(pids).toEqual({ server: expect.any(Number), started: expect.any(Number) })
+    await until(() => !alive(pids!.server) && !alive(pids!.started))
     await transport.close()
     expect(closed).toBe(1)
   })
