@@ -35,6 +35,7 @@ import type { Json } from "../domain/Json.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
+import * as BoundedHttpClient from "./providers/BoundedHttpClient.js"
 import * as Support from "./providers/Support.js"
 
 /** Options of the bridge: what the `LanguageModel` itself cannot say about the model behind it. */
@@ -223,6 +224,10 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
       const status = error.response.status
       const retryAfterMs = Support.retryAfterMs(headerReader(error.response.headers), now)
       const extra = { cause: error, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
+      // An event past the bound of `layerBoundedBodies`: `unknown`, not retried, as through the SDKs.
+      if (error.reason === "Decode" && error.description === BoundedHttpClient.oversizedEventDescription) {
+        return ProviderFailure.of("unknown", BoundedHttpClient.oversizedEventDescription, extra)
+      }
       if (isBrokenEventStream(error)) return ProviderFailure.of("network", error.message, extra)
       if (error.reason !== "StatusCode") return ProviderFailure.of("server", error.message, extra)
       if ((status === 400 || status === 413) && contextOverflow.test(error.body ?? "")) {
@@ -548,4 +553,22 @@ export const withLfEventLines = (client: HttpClient.HttpClient): HttpClient.Http
 export const layerLfEventLines: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
   HttpClient.HttpClient,
   Effect.map(HttpClient.HttpClient, withLfEventLines)
+)
+
+/**
+ * An `HttpClient` whose responses are bounded as the vendor adapters' are: an error's body is read
+ * to 64 KiB and cut there (the status decides the failure), and one event of a success past 16 MiB
+ * fails the response `unknown` (not retried), the connection let go. `@effect/ai`'s providers read
+ * both whole; the bridge does not own the client that feeds it, so this is for the layer that
+ * builds the `LanguageModel`'s client.
+ */
+export const withBoundedBodies: (client: HttpClient.HttpClient) => HttpClient.HttpClient = BoundedHttpClient.make
+
+/**
+ * {@link withBoundedBodies} as a layer over the `HttpClient` below it:
+ * `Layer.provide(EffectAiModelProvider.layerBoundedBodies), Layer.provide(FetchHttpClient.layer)`.
+ */
+export const layerBoundedBodies: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, withBoundedBodies)
 )

@@ -272,7 +272,9 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
       Effect.flatMap(connection.listTools, (tools) => {
         const kept: Array<McpConnection.ServerTool> = []
         const refused: Array<LeftOut> = []
-        for (const tool of tools) {
+        for (const listed of tools) {
+          // Draft-04's boolean exclusive bounds as numbers first: the form every vendor takes.
+          const tool = { ...listed, inputSchema: McpInputSchema.withNumericBounds(listed.inputSchema) }
           const reason = McpInputSchema.problem(tool.inputSchema)
           if (reason === undefined) kept.push(tool)
           else refused.push({ tool: tool.name, reason: `its input schema is not a valid JSON Schema (${reason})` })

@@ -155,7 +155,7 @@ describe("MCP servers in the CLI", () => {
     const listed = await cli(p, ["mcp", "list", "--mcp-config", config])
     expect(listed.code, listed.stderr).toBe(0)
     const lines = listed.stdout.trim().split("\n")
-    expect(lines[0]).toMatch(/^listing {2}4 tools {2}~\d+ tokens$/)
+    expect(lines[0]).toMatch(/^listing {2}5 tools {2}~\d+ tokens$/)
     expect(lines).toContainEqual(expect.stringMatching(/^ {2}mcp__listing__any {2}left out: its input schema is not a valid JSON Schema \(schema is invalid: /))
     expect(lines).toContainEqual(expect.stringMatching(/^ {2}mcp__listing__missing_ref {2}left out: its input schema is not a valid JSON Schema \(its \$ref "#\/definitions\/missing" leads nowhere in the schema\)$/))
     const run = await runIn(p, ["--mcp-config", config])

@@ -23,7 +23,9 @@ layer(NodeContext.layer)("a server's tool list", (it) => {
       const cwd = yield* tempDir
       const notes: Array<string> = []
       const tools = yield* McpTools.make({ servers: { listing: listing() }, cwd, onToolLeftOut: (note) => Effect.sync(() => notes.push(note)) })
-      expect(tools.router.definitions.map((d) => d.name)).toEqual(["mcp__listing__good", "mcp__listing__draft7", "mcp__listing__refs", "mcp__listing__whoami"])
+      expect(tools.router.definitions.map((d) => d.name)).toEqual(["mcp__listing__good", "mcp__listing__draft7", "mcp__listing__refs", "mcp__listing__positive", "mcp__listing__whoami"])
+      // Draft-04's boolean bound is offered as the number every vendor takes (on main the tool was left out: "must be number").
+      expect(tools.router.definitions.find((d) => d.name === "mcp__listing__positive")!.inputSchema).toEqual({ type: "object", properties: { ttl: { type: "integer", exclusiveMinimum: 0 } } })
       expect(notes).toEqual([
         expect.stringMatching(/^MCP server "listing": its tool "any" is left out: its input schema is not a valid JSON Schema \(.*type.*\)$/),
         expect.stringMatching(/^MCP server "listing": its tool "missing_ref" is left out: its input schema is not a valid JSON Schema \(.*#\/definitions\/missing.*\)$/)

@@ -6,8 +6,14 @@
  * cut at 64 KiB (the vendor's message still read), and one event past 16 MiB is a failure of its
  * own, not retried. Failed before (the server wrote all it had, the turn ended otherwise).
  */
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
+import * as OpenAiLanguageModel from "@effect/ai-openai/OpenAiLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { createServer, type Server } from "node:http"
@@ -15,6 +21,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import { ModelProvider } from "../../src/services/ModelProvider.js"
 import * as ProviderTurns from "./providerTurns.js"
@@ -32,6 +39,11 @@ const openings: Record<string, Record<Mode, string>> = {
   },
   openai: {
     event: "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+    error: "{\"error\":{\"type\":\"server_error\",\"message\":\""
+  },
+  // The Responses API, which `@effect/ai-openai` speaks.
+  "openai-responses": {
+    event: "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"",
     error: "{\"error\":{\"type\":\"server_error\",\"message\":\""
   }
 }
@@ -74,6 +86,24 @@ const layers = {
   openai: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${url}/v1` })
 }
 
+/** The `@effect/ai` bridge on each vendor's `LanguageModel`, its client over fetch with `layerBoundedBodies` between. */
+const bridged = {
+  anthropic: () =>
+    EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+      Layer.provide(AnthropicLanguageModel.layer({ model: "claude-sonnet-4-5" })),
+      Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: url })),
+      Layer.provide(EffectAiModelProvider.layerBoundedBodies),
+      Layer.provide(FetchHttpClient.layer)
+    ),
+  "openai-responses": () =>
+    EffectAiModelProvider.layer({ model: "gpt-4.1-mini" }).pipe(
+      Layer.provide(OpenAiLanguageModel.layer({ model: "gpt-4.1-mini" })),
+      Layer.provide(OpenAiClient.layer({ apiKey: Redacted.make("k"), apiUrl: `${url}/v1` })),
+      Layer.provide(EffectAiModelProvider.layerBoundedBodies),
+      Layer.provide(FetchHttpClient.layer)
+    )
+}
+
 /** Waits until every response so far has closed (the server saw each connection end). */
 const allClosed = Effect.promise(async () => {
   while (responses.some((r) => !r.cut && r.written < bodyBytes)) await new Promise((done) => setImmediate(done))
@@ -82,9 +112,22 @@ const allClosed = Effect.promise(async () => {
 const codes = (events: ReadonlyArray<AgentEvent>) =>
   events.flatMap((e) => (e.type === "model.retry" || e.type === "turn.completed" ? [(e.payload as { errorCode?: string }).errorCode] : []))
 
+/**
+ * Each vendor through its SDK, and (reach44) through the `@effect/ai` bridge, whose providers read
+ * through the `HttpClient` they are built on: with `layerBoundedBodies` between, the same bounds and
+ * the same failures. The bridge's failed before it: the endless event ended `internal_error` (V8's
+ * longest string), and each 500's body was read to the server's end on all five attempts.
+ */
+const bounded: ReadonlyArray<{ readonly name: string; readonly vendor: keyof typeof openings; readonly layer: () => Layer.Layer<ModelProvider> }> = [
+  { name: "anthropic", vendor: "anthropic", layer: layers.anthropic },
+  { name: "openai", vendor: "openai", layer: layers.openai },
+  { name: "the @effect/ai bridge on anthropic", vendor: "anthropic", layer: bridged.anthropic },
+  { name: "the @effect/ai bridge on openai-responses", vendor: "openai-responses", layer: bridged["openai-responses"] }
+]
+
 describe("a model endpoint's body without end", () => {
-  for (const vendor of ["anthropic", "openai"] as const) {
-    it.effect(`${vendor}: one event that never ends fails once past 16 MiB, unknown, not retried; the rest is not read`, () =>
+  for (const { layer, name, vendor } of bounded) {
+    it.effect(`${name}: one event that never ends fails once past 16 MiB, unknown, not retried; the rest is not read`, () =>
       Effect.gen(function*() {
         mode = { vendor, kind: "event" }
         responses.length = 0
@@ -96,9 +139,9 @@ describe("a model endpoint's body without end", () => {
         // The client let go: the server wrote the bound and what the sockets' buffers took, not all it had.
         expect(responses[0]!.cut).toBe(true)
         expect(responses[0]!.written).toBeLessThan(bodyBytes / 2)
-      }).pipe(Effect.provide(WireStreams.engine(layers[vendor]))))
+      }).pipe(Effect.provide(WireStreams.engine(layer))))
 
-    it.effect(`${vendor}: a 500 whose body never ends is read to 64 KiB: server, retried, each body let go`, () =>
+    it.effect(`${name}: a 500 whose body never ends is read to 64 KiB: server, retried, each body let go`, () =>
       Effect.gen(function*() {
         mode = { vendor, kind: "error" }
         responses.length = 0
@@ -110,7 +153,7 @@ describe("a model endpoint's body without end", () => {
           expect(response.cut).toBe(true)
           expect(response.written).toBeLessThan(bodyBytes / 2)
         }
-      }).pipe(Effect.provide(WireStreams.engine(layers[vendor]))))
+      }).pipe(Effect.provide(WireStreams.engine(layer))))
   }
 })
 
@@ -129,3 +172,4 @@ describe("the vendor's message of a cut error body", () => {
       }).pipe(Effect.provide(layers[vendor]())))
   }
 })
+

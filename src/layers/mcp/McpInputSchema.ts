@@ -78,9 +78,17 @@ const schemasOf = (schema: unknown): ReadonlyArray<Record<string, unknown>> => {
   return found
 }
 
-/** A schema's `$id`, or draft-04's `id` (the same keyword before draft-06), when a string. */
-const idOf = (node: Readonly<Record<string, unknown>>): string | undefined =>
-  typeof node.$id === "string" ? node.$id : typeof node.id === "string" ? node.id : undefined
+/**
+ * Whether a schema says it is draft-04 (or draft-03): only there is `id` an identifier. From
+ * draft-06 on it is `$id`, and `id` a keyword nobody reads — no vendor that reads 2020-12 or
+ * draft-07 finds an anchor or a base in it, so a schema that does not say draft-04 is read so too.
+ */
+const isDraft04 = (root: Readonly<Record<string, unknown>>): boolean =>
+  typeof root.$schema === "string" && /json-schema\.org\/draft-0[34]\/schema/.test(root.$schema)
+
+/** A schema's `$id`, or in a draft-04 document its `id` (the same keyword before draft-06), when a string. */
+const idOf = (node: Readonly<Record<string, unknown>>, draft04: boolean): string | undefined =>
+  typeof node.$id === "string" ? node.$id : draft04 && typeof node.id === "string" ? node.id : undefined
 
 /** The value a JSON pointer (`/$defs/a`, escapes `~0` `~1` and `%XX` decoded) leads to from `root`, or `undefined`. */
 const pointed = (root: unknown, pointer: string): unknown => {
@@ -101,13 +109,15 @@ const pointed = (root: unknown, pointer: string): unknown => {
 
 /**
  * The first `$ref` within the document that leads nowhere, or `undefined`. A schema with an `$id`
- * (or draft-04 `id`) other than an anchor below its root is not looked at: there a reference
- * resolves against that subschema, not the root.
+ * (or, in a draft-04 document, `id`) other than an anchor below its root is not looked at: there a
+ * reference resolves against that subschema, not the root.
  */
 const brokenRef = (schema: Readonly<Record<string, unknown>>): string | undefined => {
   const schemas = schemasOf(schema)
-  if (schemas.some((node, index) => index > 0 && idOf(node)?.startsWith("#") === false)) return undefined
-  const anchors = new Set(schemas.flatMap((node) => [node.$anchor, node.$dynamicAnchor, idOf(node)?.startsWith("#") ? idOf(node)!.slice(1) : undefined]))
+  const draft04 = isDraft04(schema)
+  const ids = schemas.map((node) => idOf(node, draft04))
+  if (ids.some((id, index) => index > 0 && id?.startsWith("#") === false)) return undefined
+  const anchors = new Set(schemas.flatMap((node, index) => [node.$anchor, node.$dynamicAnchor, ids[index]?.startsWith("#") ? ids[index]!.slice(1) : undefined]))
   for (const node of schemas) {
     const ref = node.$ref
     if (typeof ref !== "string" || !ref.startsWith("#")) continue
@@ -116,6 +126,55 @@ const brokenRef = (schema: Readonly<Record<string, unknown>>): string | undefine
     if (!found) return ref
   }
   return undefined
+}
+
+/** Draft-04's exclusive bounds: a boolean that makes the `minimum` or `maximum` beside it exclusive. */
+const exclusiveBounds = [["exclusiveMinimum", "minimum"], ["exclusiveMaximum", "maximum"]] as const
+
+/**
+ * `schema` with draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` written as the numbers of
+ * draft-06 on (`minimum: 0, exclusiveMinimum: true` is `exclusiveMinimum: 0`; a `false` is dropped,
+ * as is a `true` with no bound beside it, which bounds nothing). zod-to-json-schema writes the
+ * boolean form for every target but `jsonSchema7` (a zod `.positive()`), so real servers send it,
+ * even under a 2020-12 `$schema`; Anthropic and Mistral refuse the whole request for it (400
+ * "JSON schema is invalid", "True is not of type 'number'"). The same constraint in the form every
+ * vendor takes, rather than the tool left out. What data keywords hold is not touched; a schema
+ * with no such bound is returned as it came (the same object).
+ */
+export const withNumericBounds = <S>(schema: S): S => {
+  const rewrite = (node: unknown): unknown => {
+    if (Array.isArray(node)) {
+      const items = node.map(rewrite)
+      return items.some((item, index) => item !== node[index]) ? items : node
+    }
+    if (!isObject(node)) return node
+    let copy: Record<string, unknown> | undefined
+    const set = (keyword: string, value: unknown) => {
+      copy ??= { ...node }
+      if (value === undefined) delete copy[keyword]
+      else copy[keyword] = value
+    }
+    for (const [keyword, value] of Object.entries(node)) {
+      if (dataKeywords.has(keyword)) continue
+      if (namedSchemaKeywords.has(keyword) && isObject(value)) {
+        const named = Object.entries(value).map(([name, schema]) => [name, rewrite(schema)] as const)
+        if (named.some(([name, schema]) => schema !== value[name])) set(keyword, Object.fromEntries(named))
+      } else {
+        const rewritten = rewrite(value)
+        if (rewritten !== value) set(keyword, rewritten)
+      }
+    }
+    for (const [exclusive, inclusive] of exclusiveBounds) {
+      const flag = node[exclusive]
+      const bound = node[inclusive]
+      if (typeof flag !== "boolean") continue
+      const exclusiveBound = flag && typeof bound === "number"
+      set(exclusive, exclusiveBound ? bound : undefined)
+      if (exclusiveBound) set(inclusive, undefined)
+    }
+    return copy ?? node
+  }
+  return rewrite(schema) as S
 }
 
 /** Why no vendor would take `schema` as a tool's input schema, or `undefined` when it would. */

@@ -11,7 +11,8 @@
  * The server runs in a process group of its own, and is stopped as a group (as shell commands are,
  * `Shell`): a server started through `sh -c`, a wrapper script or `npx` is the agent's grandchild,
  * and signalling only the direct child left it running after a timeout's restart or the session's
- * end — one more with each restart.
+ * end — one more with each restart. The group's leader is a small guardian (`GroupGuardian`) that
+ * stops the group once the agent is gone, however it died (a SIGKILLed agent closes nothing).
  *
  * @since 0.5.0
  * @internal
@@ -20,6 +21,8 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { Socket } from "node:net"
+import * as GroupGuardian from "./GroupGuardian.js"
 
 /** The longest line read from a server (the SDK's own bound). */
 export const maxLineBytes = 10 * 1024 * 1024
@@ -93,23 +96,34 @@ export class StdioTransport implements Transport {
   start(): Promise<void> {
     if (this.child !== undefined) return Promise.reject(new Error("the MCP server was already started"))
     return new Promise((resolve, reject) => {
-      const child = spawn(this.params.command, [...this.params.args], {
+      // The server under its guardian, which leads the group and stops it once the agent is gone.
+      const child = spawn(process.execPath, ["-e", GroupGuardian.program, "--", this.params.command, ...this.params.args], {
         // The SDK's own defaults under the given environment, as its transport did.
-        env: { ...getDefaultEnvironment(), ...this.params.env },
+        env: GroupGuardian.guardianEnv({ ...getDefaultEnvironment(), ...this.params.env }),
         cwd: this.params.cwd,
-        stdio: ["pipe", "pipe", "pipe"],
+        // fd 3: the guardian's socket, whose other end only this process holds.
+        stdio: ["pipe", "pipe", "pipe", "pipe"],
         shell: false,
         // Its own process group: stopping the server stops every process it started.
         detached: true
       })
       this.child = child
       this.group = child.pid
+      const guardian = child.stdio[3] as Socket
+      // Held for the server's life, but never what keeps the agent running.
+      guardian.unref()
+      guardian.on("error", () => {})
+      guardian.on("data", GroupGuardian.reader((said) => {
+        if ("spawned" in said) return resolve()
+        const error = Object.assign(new Error(said.error), said.code === undefined ? {} : { code: said.code })
+        reject(error)
+        this.onerror?.(error)
+      }))
       // Looked at once at the exit: a server that left nothing running is forgotten at once.
       child.once("exit", () => {
         this.exited = true
         this.groupRunning()
       })
-      child.once("spawn", () => resolve())
       child.on("error", (error) => {
         reject(error)
         this.onerror?.(error)
