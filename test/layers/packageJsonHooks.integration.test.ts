@@ -129,14 +129,15 @@ describe("a rewind never restores a package.json whose git hook runners' keys di
 })
 
 const detected = await Effect.runPromise(Sandbox.detect)
+/** A shell call in the workspace sandbox, run as if approved: its result, or its failure. */
+const shell = (cwd: string, command: string) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const sandboxed = yield* WorkspaceTools.make({ sandbox: "required" })
+    const context: ToolContext = { sessionId: "s", turnId: "t", cwd, progress: () => Effect.void }
+    const result = yield* Effect.either(Effect.flatMap(sandboxed.prepare({ toolCallId: "c", tool: "shell", args: { command } }, cwd), (call) => sandboxed.execute(call, context)))
+    return Either.isRight(result) ? result.right.result : `[failed: ${result.left.errorCode}] ${result.left.message}`
+  }).pipe(Effect.provide(NodeContext.layer)))
 describe.runIf(detected._tag === "Workspace")("the command sandbox puts package.json's git hook runners' keys back as they were", () => {
-  const shell = (cwd: string, command: string) =>
-    Effect.runPromise(Effect.gen(function*() {
-      const sandboxed = yield* WorkspaceTools.make({ sandbox: "required" })
-      const context: ToolContext = { sessionId: "s", turnId: "t", cwd, progress: () => Effect.void }
-      const result = yield* Effect.either(Effect.flatMap(sandboxed.prepare({ toolCallId: "c", tool: "shell", args: { command } }, cwd), (call) => sandboxed.execute(call, context)))
-      return Either.isRight(result) ? result.right.result : `[failed: ${result.left.errorCode}] ${result.left.message}`
-    }).pipe(Effect.provide(NodeContext.layer)))
   const read = (cwd: string) => JSON.parse(NodeFs.readFileSync(NodePath.join(cwd, "package.json"), "utf8")) as Record<string, unknown>
 
   it("npm pkg set: the hook put back, the rest of the command's change kept", async () => {
@@ -174,13 +175,6 @@ describe.runIf(detected._tag === "Workspace")("the command sandbox puts package.
 // Trust 44: an existing hook manager's config is bound read-only; one a command made where there was
 // none (`pre-commit install` already in .git/hooks reads it at the next commit) was left in place.
 describe.runIf(detected._tag === "Workspace")("the command sandbox sets aside a hook manager's config a command made where there was none", () => {
-  const shell = (cwd: string, command: string) =>
-    Effect.runPromise(Effect.gen(function*() {
-      const sandboxed = yield* WorkspaceTools.make({ sandbox: "required" })
-      const context: ToolContext = { sessionId: "s", turnId: "t", cwd, progress: () => Effect.void }
-      const result = yield* Effect.either(Effect.flatMap(sandboxed.prepare({ toolCallId: "c", tool: "shell", args: { command } }, cwd), (call) => sandboxed.execute(call, context)))
-      return Either.isRight(result) ? result.right.result : `[failed: ${result.left.errorCode}] ${result.left.message}`
-    }).pipe(Effect.provide(NodeContext.layer)))
 
   it("pre-commit's, lefthook's (and in .config/), overcommit's with .git-hooks/, lint-staged's: each kept beside its name, said", async () => {
     const cwd = repository()
