@@ -97,8 +97,14 @@ const perCwd = (
       )
     })
   const envNow: Effect.Effect<Policy.Env> = Effect.map(keptOf(serverCwd), (kept) => kept.env)
-  // MCP servers: the commands' env for a trusted project's own, your settings' alone for the rest (`McpServers.StartOptions`).
-  const serversEnvNow = Effect.map(keptOf(serverCwd), ({ env, userEnv }) => ({ env, userEnv }))
+  /**
+   * A session's MCP servers (`McpServers.StartOptions`): its trusted project's own get the env of the
+   * session's cwd (your settings' and that project's), the rest your settings' alone. Before, every
+   * session's project servers got the env of the folder `serve` started in: another project's values,
+   * and not their own. A session cwd whose settings cannot be read adds nothing to yours.
+   */
+  const serversEnvFor = (cwd: string) =>
+    Effect.zipWith(keptOf(serverCwd), keptOf(cwd), (server, session) => ({ env: session.readable ? session.env : server.userEnv, userEnv: server.userEnv }))
   // When a cwd's settings cannot be loaded (its project file is invalid, say), what still denies: the
   // flags, and your own file when it can be read. Its calls ask, but one of those denies is denied.
   const stillDenying = ProjectSettings.readUser(configDir).pipe(
@@ -115,7 +121,7 @@ const perCwd = (
   const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
   return {
     envNow,
-    serversEnvNow,
+    serversEnvFor,
     layer: Layer.succeed(PermissionEngine.PermissionEngine, {
       decide: (request) =>
         Effect.gen(function*() {
@@ -320,12 +326,12 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const mcp = McpServers.configurable()
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ envNow: permissions.envNow, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      Effect.flatMap(permissions.serversEnvNow, (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { ...env, prefix: "effect-agent serve:" }))
+      Effect.flatMap(permissions.serversEnvFor(session.cwd), (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { ...env, prefix: "effect-agent serve:" }))
     // Started before the session is created (a server that cannot start refuses it, nothing stored);
     // the servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
     // 0600), so that after a restart the session's next turn starts them again.
     const sessionServers = (sessionCwd: string, servers: McpConfig.Servers) =>
-      Effect.flatMap(permissions.serversEnvNow, (env) => mcp.startForSession(sessionCwd, servers, { ...env, prefix: "effect-agent serve:" })).pipe(
+      Effect.flatMap(permissions.serversEnvFor(sessionCwd), (env) => mcp.startForSession(sessionCwd, servers, { ...env, prefix: "effect-agent serve:" })).pipe(
         Effect.map((pending) => ({
           discard: pending.discard,
           bind: (sessionId: string) =>

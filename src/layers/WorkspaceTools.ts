@@ -49,6 +49,7 @@ import * as GitPrograms from "./workspace/GitPrograms.js"
 import * as PythonShadows from "./workspace/PythonShadows.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Mounts from "./workspace/Mounts.js"
+import * as PackageHooks from "./workspace/PackageHooks.js"
 import * as Paths from "./workspace/Paths.js"
 import * as RunsLater from "./workspace/RunsLater.js"
 import * as SafeFile from "./workspace/SafeFile.js"
@@ -211,6 +212,13 @@ const exactText = (bytes: Uint8Array): string | undefined => {
   }
 }
 
+/** The text an edit leaves: `oldString` replaced once (or everywhere with `replaceAll`); `undefined` when it is not there once (or at all). */
+const edited = (text: string, edit: typeof EditFile.Type): string | undefined => {
+  const count = text.split(edit.oldString).length - 1
+  if (count === 0 || (count > 1 && edit.replaceAll !== true)) return undefined
+  return edit.replaceAll === true ? text.split(edit.oldString).join(edit.newString) : text.replace(edit.oldString, () => edit.newString)
+}
+
 /** Builds the workspace tools. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
@@ -368,14 +376,23 @@ export const make = (options: Options = {}) =>
     const writeFile: Tool<typeof WriteFile.Type, typeof WriteFile.Encoded> = {
       description: "Create or overwrite a text file with the given content. Creates missing folders.",
       schema: WriteFile,
-      inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "write"), (p) => ({ risk: "write", paths: [p] })),
+      inspect: (input, cwd) =>
+        Effect.flatMap(resolve(cwd, input.path, "write"), (p) => Effect.map(markPackageHooks(p, () => input.content), (marked) => ({ risk: "write", paths: [marked] }))),
       run: (input, call, context) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
           const bytes = new TextEncoder().encode(input.content)
           // Approved as a file inside cwd: it must still have no other name when opened.
           const singleName = call.paths[0]!.insideCwd
-          yield* withFileLock(file)(SafeFile.writeFile(file, bytes, { singleName }).pipe(Effect.catchAll(fileFailure(input.path))))
+          const write = SafeFile.writeFile(file, bytes, { singleName }).pipe(Effect.catchAll(fileFailure(input.path)))
+          yield* withFileLock(file)(
+            PackageHooks.isPackageJson(file) && call.paths[0]!.runsLater === undefined
+              ? Effect.flatMap(packageText(file), (before) => {
+                const refused = hooksChangedSince(call, before, input.content)
+                return refused === undefined ? write : Effect.fail(refused)
+              })
+              : write
+          )
           return { result: `Wrote ${Plural.count(bytes.length, "byte")} to ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("write_file"))
     }
@@ -383,7 +400,9 @@ export const make = (options: Options = {}) =>
     const editFile: Tool<typeof EditFile.Type, typeof EditFile.Encoded> = {
       description: "Replace exact text in a file. oldString must occur exactly once unless replaceAll is true.",
       schema: EditFile,
-      inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "write"), (p) => ({ risk: "write", paths: [p] })),
+      inspect: (input, cwd) =>
+        Effect.flatMap(resolve(cwd, input.path, "write"), (p) =>
+          Effect.map(markPackageHooks(p, (before) => before === undefined ? undefined : edited(before, input)), (marked) => ({ risk: "write", paths: [marked] }))),
       run: (input, call, context) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
@@ -414,12 +433,42 @@ export const make = (options: Options = {}) =>
               if (size > maxFile) {
                 return Either.left(new ToolFailure({ errorCode: "file_too_large", message: `the edit would make ${input.path} ${size} bytes, over the ${maxFile}-byte limit` }))
               }
-              const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
-              return Either.right(new TextEncoder().encode(updated))
+              const updated = edited(text, input)!
+              const refused = PackageHooks.isPackageJson(file) ? hooksChangedSince(call, text, updated) : undefined
+              return refused === undefined ? Either.right(new TextEncoder().encode(updated)) : Either.left(refused)
             }, { singleName: call.paths[0]!.insideCwd }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
           )
           return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("edit_file"))
+    }
+
+    /** A package.json's text as it is now (`undefined`: none, or none readable within the file limit). */
+    const packageText = (file: string): Effect.Effect<string | undefined> =>
+      SafeFile.readFile(file, maxFile).pipe(Effect.map((bytes) => new TextDecoder().decode(bytes)), Effect.orElseSucceed(() => undefined))
+
+    /**
+     * A write of a package.json inside cwd that changes the keys git hook runners read
+     * (`PackageHooks`), marked as running later: the policy protects it as it does `.husky/`. `after`
+     * is the content the call would leave, given the file's now (`undefined`: the call changes nothing).
+     */
+    const markPackageHooks = (p: PathAccess, after: (before: string | undefined) => string | undefined): Effect.Effect<PathAccess> =>
+      p.access !== "write" || !p.insideCwd || !PackageHooks.isPackageJson(p.resolved)
+        ? Effect.succeed(p)
+        : Effect.map(packageText(p.resolved), (before) => {
+          const next = after(before)
+          const keys = next === undefined ? [] : PackageHooks.changedKeys(before, next)
+          return keys.length === 0 ? p : { ...p, runsLater: PackageHooks.reason(keys) }
+        })
+
+    /**
+     * Why a package.json write allowed as leaving its hook runners' keys alone is refused as it runs:
+     * the file changed since, and the same call would now change them (`undefined`: it would not).
+     */
+    const hooksChangedSince = (call: PreparedCall, before: string | undefined, after: string): ToolFailure | undefined => {
+      const keys = call.paths[0]!.runsLater === undefined ? PackageHooks.changedKeys(before, after) : []
+      return keys.length === 0
+        ? undefined
+        : new ToolFailure({ errorCode: "path_changed", message: `${call.paths[0]!.requested} changed while the call was being approved: it would now change ${keys.join(", ")}, which git hook runners read; try again` })
     }
 
     /** Where a walk or listing may look: the workspace, and the folder the call itself was approved for. */
@@ -614,6 +663,7 @@ export const make = (options: Options = {}) =>
           // What the command made that would change what the user's next git command runs is undone
           // once it is gone, interrupted too (`Sandbox.Launch.after`).
           const after = launch.after ?? Effect.succeed([] as ReadonlyArray<string>)
+          const kept = launch.kept ?? Effect.succeed([] as ReadonlyArray<string>)
           const result = yield* Effect.onInterrupt(Shell.run({
             argv: command.argv,
             // Shell syntax only reaches a shell when a rule allowed it (the permission engine denies hazards otherwise).
@@ -632,12 +682,16 @@ export const make = (options: Options = {}) =>
               const line = text.trim().split("\n").at(-1)
               if (line !== undefined && line !== "") Runtime.runFork(runtime)(context.progress(line.slice(0, 200)))
             }
-          }), () => after)
+          }), () => Effect.zip(after, kept))
           const undone = yield* after
+          const keptBack = yield* kept
           const made = yield* (launch.made ?? Effect.succeed([] as ReadonlyArray<string>))
           const undoneNote = (undone.length === 0
             ? ""
             : `\n[undid ${undone.join(", ")}, which the command made or changed: it would have sent git to another folder for its config or hooks]`) +
+            (keptBack.length === 0
+              ? ""
+              : `\n[undid ${keptBack.join("; ")}: git hook managers read them at the user's next commit or install, outside the sandbox; write them with the file tools, which ask]`) +
             (made.length === 0
               ? ""
               : `\n[the command made git repositories whose settings or hooks run programs: ${made.join("; ")}. Git run there — and \`git status\` in a repository that has one staged as a submodule — runs them outside the sandbox; check them before you do]`)

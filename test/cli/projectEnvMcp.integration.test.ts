@@ -85,14 +85,39 @@ describe("a trusted project's env reaches commands and its own MCP servers, neve
     const created = await fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ mcpServers: { body: fixture } }) })
     expect(created.status).toBe(201)
     const { sessionId } = (await created.json()) as { sessionId: string }
-    expect((await fetch(`${url}/sessions/${sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: "go" }) })).status).toBe(202)
-    for (;;) {
-      const events = (await (await fetch(`${url}/sessions/${sessionId}/events`, { headers })).json()) as ReadonlyArray<{ type: string; payload: Record<string, unknown> }>
-      if (events.some((e) => e.type === "turn.completed")) {
-        expect(said(events)).toEqual(mineSees)
-        break
-      }
-      await new Promise((r) => setTimeout(r, 50))
+    expect(said(await turnOf(url, headers, sessionId))).toEqual(mineSees)
+  }, 120_000)
+
+  // Trust 44 (closing 42: "serve project servers get serve-start folder env"): a session's own
+  // project's servers got the env of the folder `serve` started in — another project's values, not
+  // their own. Failed on main: the session's proj saw the start folder's HF_ENDPOINT and PROJECT_SET.
+  it("serve: a session's own project's server gets that session's project env, not the start folder's", async () => {
+    const p = setup("serve-other")
+    const other = join(p.root, "other")
+    mkdirSync(join(other, ".effect-agent"), { recursive: true })
+    writeFileSync(join(other, ".effect-agent", "settings.json"), JSON.stringify({ env: { set: { PROJECT_SET: "the session's" } } }))
+    writeFileSync(join(other, ".mcp.json"), JSON.stringify({ mcpServers: { proj: fixture } }))
+    writeFileSync(p.script, JSON.stringify({ responses: [{ toolCalls: asks("proj") }, { chunks: ["done"] }] }))
+    for (const cwd of [p.cwd, other]) {
+      const trusted = await cli({ ...p, cwd }, ["trust", "--yes"])
+      expect(trusted.code, trusted.stderr).toBe(0)
     }
+    const { server, token, url } = await startServe(["--script", p.script, "--data-dir", p.dataDir, "--allow", "mcp__proj__env"], { cwd: p.cwd, env: { EFFECT_AGENT_CONFIG_DIR: p.config } })
+    running.push(server)
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+    const created = await fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd: other }) })
+    expect(created.status).toBe(201)
+    const { sessionId } = (await created.json()) as { sessionId: string }
+    expect(said(await turnOf(url, headers, sessionId))).toEqual(["HF_ENDPOINT=(unset)", "PROJECT_SET=the session's", "USER_SET=mine"])
   }, 120_000)
 })
+
+/** Starts a turn of a `serve` session and waits for it to complete: its events. */
+const turnOf = async (url: string, headers: Record<string, string>, sessionId: string) => {
+  expect((await fetch(`${url}/sessions/${sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: "go" }) })).status).toBe(202)
+  for (;;) {
+    const events = (await (await fetch(`${url}/sessions/${sessionId}/events`, { headers })).json()) as ReadonlyArray<{ type: string; payload: Record<string, unknown> }>
+    if (events.some((e) => e.type === "turn.completed")) return events
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}

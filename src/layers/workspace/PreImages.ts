@@ -32,6 +32,7 @@ import { type Capture, type Restore, type Restored, WorkspaceCheckpoints } from 
 import * as Sha256 from "../blobs/Sha256.js"
 import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "./Paths.js"
+import * as PackageHooks from "./PackageHooks.js"
 import * as RunsLater from "./RunsLater.js"
 import * as SafeFile from "./SafeFile.js"
 
@@ -314,6 +315,21 @@ export const make = (options: Options = {}) =>
               Effect.mapError((e) => e._tag === "BlobNotFound" ? storeFailure(`the pre-image ${restore.target!.blob} is not in the blob area`)(e) : asStoreFailure(e))
             ))
           }
+        }
+        // A package.json whose git hook runners' keys the rewind would change (`PackageHooks`): the
+        // file tools ask before such a write, so a rewind never makes it.
+        const text = (bytes: Uint8Array | undefined) => bytes === undefined ? undefined : new TextDecoder().decode(bytes)
+        const hooked = checked.filter(({ current, restore }) =>
+          PackageHooks.isPackageJson(restore.path) &&
+          PackageHooks.changedKeys(text(current.kind === "file" ? current.bytes : undefined), text(restore.target === undefined ? undefined : contents.get(restore.target.blob))).length > 0
+        ).map(({ restore }) => restore.path)
+        if (hooked.length > 0) {
+          return yield* new RewindRefused({
+            reason: "unsafe_path",
+            detail: "these package.json files would get other keys git hook runners read (lint-staged, simple-git-hooks, husky, pre-commit, …), " +
+              "which run commands at your next commit or install outside the sandbox; a rewind never writes them; nothing was changed",
+            files: hooked
+          })
         }
         const changes: Array<FileChange> = []
         for (const { current, full, restore } of checked) {

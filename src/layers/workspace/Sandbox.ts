@@ -45,6 +45,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Environment from "./Environment.js"
+import * as HookConfigsKept from "./HookConfigsKept.js"
 import * as Paths from "./Paths.js"
 import * as RunsLater from "./RunsLater.js"
 
@@ -246,7 +247,7 @@ const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
  * with its `config.worktree`; in a repository's own git folders there is none (git never makes one
  * there), and one a command makes is removed once it has run (`redirects`).
  */
-const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string> }> => {
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string>; readonly hookConfigs: HookConfigsKept.Before }> => {
   const { followed, gitDirs, gitFiles, unnamed, worktreeDirs, worktrees } = await findRepositories(cwd)
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
   // The repository cwd is in, when its root is above cwd: its hooks folder may still be inside.
@@ -270,7 +271,7 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
     const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
     return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
   }))
-  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed: [...unnamed, ...hooks.unnamed] }
+  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed: [...unnamed, ...hooks.unnamed], hookConfigs: await HookConfigsKept.before(cwd, worktrees) }
 }
 
 /**
@@ -525,15 +526,7 @@ const undoRedirects = (cwd: string, paths: ReadonlyArray<string>, links: Readonl
     return removed
   })
 
-/** Renames `path` to the first free `<path>.set-aside[-n]` beside it (a rename in one folder: nothing copied, nothing lost). */
-const setAside = async (path: string): Promise<string> => {
-  for (let n = 1; ; n++) {
-    const aside = `${path}.set-aside${n === 1 ? "" : `-${n}`}`
-    if ((await NodeFs.lstat(aside).catch(() => undefined)) !== undefined) continue
-    await NodeFs.rename(path, aside)
-    return aside
-  }
-}
+const setAside = HookConfigsKept.setAside
 
 /**
  * The folders every command gets fresh and empty (for itself alone): `/tmp` and `/dev/shm`, and
@@ -578,7 +571,7 @@ const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<R
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
-const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string> }> => {
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string>; readonly hookConfigs: HookConfigsKept.Before }> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
@@ -617,7 +610,7 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
   }
-  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links, gitDirs: pins.gitDirs, unnamed: pins.unnamed }
+  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links, gitDirs: pins.gitDirs, unnamed: pins.unnamed, hookConfigs: pins.hookConfigs }
 }
 
 /**
@@ -634,7 +627,7 @@ export const workspaceLaunch = (
 ): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
-    const { gitDirs, links, redirects, table, unnamed } = yield* Effect.promise(() => mountTable(profile, mounts))
+    const { gitDirs, hookConfigs, links, redirects, table, unnamed } = yield* Effect.promise(() => mountTable(profile, mounts))
     if (unnamed.length > 0) return refused(programs, `${unnamed.slice(0, 8).join(", ")}${unnamed.length > 8 ? ", …" : ""} in the working directory: a git or hooks folder whose path is not UTF-8 cannot be kept read-only; rename it`)
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
@@ -658,7 +651,7 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), made: madeRepositories(cwd, gitDirs) }
+    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), kept: Effect.promise(() => HookConfigsKept.keep(hookConfigs)), made: madeRepositories(cwd, gitDirs) }
   })
 
 /** A launch that runs nothing: it says why, as the setup says a sandbox it could not set up (exit 125). */
@@ -767,6 +760,11 @@ export interface Launch {
    * made that would change what the user's next git command runs, and names it (paths relative to cwd).
    */
   readonly after?: Effect.Effect<ReadonlyArray<string>>
+  /**
+   * Run with `after`: sets aside the git hook managers' configs the command made and puts back
+   * package.json's hook runners' keys it changed (`HookConfigsKept`), and names them.
+   */
+  readonly kept?: Effect.Effect<ReadonlyArray<string>>
   /**
    * Run after `after`: the git folders the command made whose config runs a program or that hold
    * hooks, each with what (paths relative to cwd). Said, never removed.
