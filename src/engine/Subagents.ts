@@ -33,6 +33,7 @@ import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import type { Live } from "./LiveSession.js"
+import type * as ResumedSpend from "./ResumedSpend.js"
 import type { Services } from "./Services.js"
 import type { Commit, Turn } from "./Turn.js"
 
@@ -162,6 +163,21 @@ const treeOf = (runtime: Runtime, turn: Turn): Tree => {
   const tree: Tree = { budget, members: new Map([[turn.session.sessionId, { parent: undefined, steps: 0, usage: undefined }]]), started: 0 }
   runtime.roots.set(turn, tree)
   return tree
+}
+
+/**
+ * A resumed top turn's tree, as its log left it (`ResumedSpend`): its own budget, or the engine's; the
+ * steps it took before the pause; each subagent it started, with what that one and those below it had
+ * used; and the subagents started, counted against `maxSubagents`. The turn's own usage is its tally's
+ * (`beforeStep`). A subagent's resumed turn belongs to its parent's tree, seeded by the parent.
+ */
+export const seed = (turn: Turn, spent: ResumedSpend.Spent, stepsDone: number): void => {
+  const runtime = turn.services.subagents
+  const sessionId = turn.session.sessionId
+  if (runtime === undefined || runtime.links.has(sessionId)) return
+  const members = new Map<string, Member>([[sessionId, { parent: undefined, steps: stepsDone, usage: undefined }]])
+  for (const child of spent.children) members.set(child.childSessionId, { parent: sessionId, steps: child.steps, usage: child.usage })
+  runtime.roots.set(turn, { budget: spent.budget ?? runtime.budget, members, started: spent.children.length })
 }
 
 /** Whether a tree has used more than its budget. */
@@ -507,7 +523,8 @@ const link = (
     parent: { sessionId: host.session.sessionId, cwd: host.session.live.state.cwd },
     tools: narrowing.tools === undefined ? undefined : new Set(narrowing.tools)
   })
-  tree.members.set(childSessionId, { parent: host.session.sessionId, steps: 0, usage: undefined })
+  // A subagent resumed keeps what it used before the pause (see `seed`).
+  if (!tree.members.has(childSessionId)) tree.members.set(childSessionId, { parent: host.session.sessionId, steps: 0, usage: undefined })
 }
 
 // ---------------------------------------------------------------------------------------------
