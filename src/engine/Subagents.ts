@@ -421,7 +421,8 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
  * the child's stream go, which cancels the child's turn (stored `cancelled` by then), and stores
  * `subagent.completed`. Any other stop — the engine shutting down — leaves a child that waits (on
  * the user, or on subagents that do) paused in its log and the call open, `subagent.completed` not
- * stored: the parent's turn is then paused on it, to be resumed after a restart.
+ * stored: the parent's turn is then paused on it, to be resumed after a restart. A child whose run
+ * failed (its store) is repaired: its turn closed, as its next run would close it.
  */
 const followChild = (
   turn: Turn,
@@ -438,6 +439,9 @@ const followChild = (
     // The child's stream ended without its turn's end: a shutdown paused it; this call waits for the same shutdown.
     Effect.zipRight(Effect.suspend(() => following.state.ended ? Effect.void : Effect.flatMap(kept, (keep) => keep ? Effect.never : Effect.void))),
     Effect.either,
+    // A child whose own store failed left its turn open, and no run of it will come to close it (a top
+    // session's next run would): closed here, as a crash's repair closes it, once the child's run has stopped.
+    Effect.tap((ran) => Either.isLeft(ran) && ran.left._tag === "ChildFailed" ? Effect.ignore(runtime.api!.repair(childSessionId)) : Effect.void),
     Effect.onInterrupt(() => Effect.flatMap(kept, (keep) => keep || completedBefore ? Effect.void : Effect.ignore(following.completed))),
     Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
   )
