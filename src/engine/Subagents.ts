@@ -265,7 +265,9 @@ const strictness = { allow: 0, ask: 1, deny: 2 } as const
  * The permission engine, narrowed for subagents: a read-only subagent's calls but reads are denied,
  * and a subagent's decision is never wider than its parent's for the same call — whatever mode or
  * rules the permission engine keeps per session (ACP's session modes, a server's per-cwd settings),
- * the stricter of the two decisions stands. The parent's "always" answers do not carry over. The
+ * the stricter of the two decisions stands. The parent's "always" answers do not carry over; the
+ * user's "always" answers to the subagent's own questions count in both decisions (until December
+ * 2026 the parent's, made without them, asked again: "always" on a subagent's question did nothing). The
  * subagent's own decision names the top session of its tree (`topSession`): such an engine decides it
  * with that session's configuration, as the CLI's one policy decides every session of its process.
  */
@@ -283,7 +285,10 @@ export const permissions = (base: PermissionEngine.Service, runtime: Runtime): P
       }
       if (link.readOnly && request.call.risk !== "read") return { decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" } as const
       const own = yield* base.decide({ ...request, topSession: topOf(runtime, link) })
-      const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })
+      // The parent's decision sees the user's "always" answers to this subagent's questions (its own remembered), never
+      // the parent's: an "always" on a subagent's question stands as it would on the top session's (a rule or a mode that
+      // asks or denies still does).
+      const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd })
       return strictness[parents.decision] > strictness[own.decision] ? { ...parents, policy: `parent/${parents.policy}` } : own
     })
   // A subagent's walk leaves out what its own rules fence and what every parent's up the tree does,

@@ -64,7 +64,7 @@ const scenario = (perTurn: boolean) =>
     }, engineBudget))
     const events = yield* second.provide(Effect.gen(function*() {
       const engine = yield* SessionEngine
-      yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow", always: true } as never)
+      yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow", remember: true })
       const resumed = yield* collect(engine.resumeTurn({ sessionId }).pipe(
         Stream.tap((e) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Effect.fork(engine.resolvePermission({ sessionId, toolCallId: e.payload.toolCallId, decision: "allow" })) : Effect.void)))
       expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
