@@ -7,9 +7,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
@@ -21,7 +19,7 @@ import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as TaskTool from "../../src/layers/TaskTool.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
-import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+import { collect, engineLayer, engineProcess, expectWellFormedLog, tempDir } from "../helpers.js"
 
 const engineOn = (dataDir: string, model: FakeModelProvider.Options, options: Options) =>
   engineLayer(JsonlEventStore.layer({ dataDir }).pipe(Layer.provide(NodeContext.layer)), model, options).pipe(
@@ -29,12 +27,7 @@ const engineOn = (dataDir: string, model: FakeModelProvider.Options, options: Op
     Layer.provideMerge(PermissionPolicy.layer({})),
     Layer.provideMerge(NodeContext.layer)
   )
-const process = <A, E>(layer: Layer.Layer<A, E>) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(layer, scope)
-    return { provide: <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.provide(effect, context), stop: Scope.close(scope, Exit.void) }
-  })
+const process = engineProcess
 const write = (path: string, id: string) => ({ tool: "write_file", args: { path, content: `${path}\n` }, id })
 const spend = { inputTokens: 500, outputTokens: 100 }
 
