@@ -6,7 +6,9 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import * as Chunk from "effect/Chunk"
 import * as StreamM from "effect/Stream"
@@ -187,4 +189,18 @@ export const testTools = (tools: Record<string, TestTool>) =>
         : Effect.succeed({ ...call, risk: tool.risk ?? "read", sequential: tool.sequential === true, paths: [], scope: call.tool, input: call.args })
     },
     execute: (call, context) => tools[call.tool]!.run(call.args, context)
+  })
+
+/**
+ * A "process": `layer` (an engine) built in a scope of its own, stopped when the test says — what
+ * a restart test runs one after another over the same data.
+ */
+export const engineProcess = <A, E>(layer: Layer.Layer<A, E>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(layer, scope)
+    return {
+      provide: <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.provide(effect, context),
+      stop: Scope.close(scope, Exit.void)
+    }
   })

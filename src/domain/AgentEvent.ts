@@ -90,11 +90,23 @@ export const SessionCreated = sessionEvent("session.created", {
   parent: Schema.optional(Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Int.pipe(Schema.positive()) }))
 })
 
+/** A bound on what a turn and the subagents it starts may use (see `Task.Budget`); each field finite. */
+export const TurnBudget = Schema.Struct({
+  maxTokens: Schema.optional(Schema.Number.pipe(Schema.finite())),
+  maxCost: Schema.optional(Schema.Number.pipe(Schema.finite())),
+  maxSteps: Schema.optional(Schema.Number.pipe(Schema.finite()))
+})
+
 /**
  * A turn began; `promptPreview` is the first 80 characters of the user input. `queueId`: present
- * when the turn runs a queued follow-up (`followup.queued`).
+ * when the turn runs a queued follow-up (`followup.queued`). `budget`: present when the turn was
+ * given a budget of its own (`runTurn({budget})`), so that a process resuming it holds it to the same.
  */
-export const TurnStarted = turnEvent("turn.started", { promptPreview: Schema.String, queueId: Schema.optional(Schema.String) })
+export const TurnStarted = turnEvent("turn.started", {
+  promptPreview: Schema.String,
+  queueId: Schema.optional(Schema.String),
+  budget: Schema.optional(TurnBudget)
+})
 
 /**
  * The full user input of a turn. `images`: the images sent with it, by reference to the store's blob

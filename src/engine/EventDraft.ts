@@ -15,6 +15,7 @@ import * as Schema from "effect/Schema"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import type { ImageRef } from "../domain/Image.js"
 import * as Json from "../domain/Json.js"
+import type * as Task from "../domain/Task.js"
 
 type Draft<T extends AgentEvent.TurnEvent["type"]> = {
   readonly type: T
@@ -45,13 +46,23 @@ export const toJson = (value: unknown): Json.Json => {
   }
 }
 
-/** `turn.started`: the preview is the first characters of the user's message; `queueId` when it runs a follow-up. */
-export const turnStarted = (userMessage: string, queueId?: string): Draft<"turn.started"> => ({
-  type: "turn.started",
-  payload: queueId === undefined
-    ? { promptPreview: AgentEvent.promptPreview(userMessage) }
-    : { promptPreview: AgentEvent.promptPreview(userMessage), queueId }
-})
+/**
+ * `turn.started`: the preview is the first characters of the user's message; `queueId` when it runs a
+ * follow-up; `budget`, its finite bounds, when the turn was given one (none, or none finite: no field).
+ */
+export const turnStarted = (userMessage: string, queueId?: string, budget?: Task.Budget): Draft<"turn.started"> => {
+  const bounds = budget === undefined ? [] : budgetFields.filter((field) => Number.isFinite(budget[field])).map((field) => [field, budget[field]!] as const)
+  return {
+    type: "turn.started",
+    payload: {
+      promptPreview: AgentEvent.promptPreview(userMessage),
+      ...(queueId === undefined ? {} : { queueId }),
+      ...(bounds.length === 0 ? {} : { budget: Object.fromEntries(bounds) })
+    }
+  }
+}
+
+const budgetFields = ["maxTokens", "maxCost", "maxSteps"] as const
 
 /** `turn.steered`: a message the user sent into the running turn, with its idempotency key if it came with one. */
 export const turnSteered = (content: string, idempotencyKey?: string): Draft<"turn.steered"> => ({

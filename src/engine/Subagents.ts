@@ -33,6 +33,7 @@ import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import type { Live } from "./LiveSession.js"
+import type * as ResumedSpend from "./ResumedSpend.js"
 import type { Services } from "./Services.js"
 import type { Commit, Turn } from "./Turn.js"
 
@@ -164,6 +165,21 @@ const treeOf = (runtime: Runtime, turn: Turn): Tree => {
   return tree
 }
 
+/**
+ * A resumed top turn's tree, as its log left it (`ResumedSpend`): its own budget, or the engine's; the
+ * steps it took before the pause; each subagent it started, with what that one and those below it had
+ * used; and the subagents started, counted against `maxSubagents`. The turn's own usage is its tally's
+ * (`beforeStep`). A subagent's resumed turn belongs to its parent's tree, seeded by the parent.
+ */
+export const seed = (turn: Turn, spent: ResumedSpend.Spent, stepsDone: number): void => {
+  const runtime = turn.services.subagents
+  const sessionId = turn.session.sessionId
+  if (runtime === undefined || runtime.links.has(sessionId)) return
+  const members = new Map<string, Member>([[sessionId, { parent: undefined, steps: stepsDone, usage: undefined }]])
+  for (const child of spent.children) members.set(child.childSessionId, { parent: sessionId, steps: child.steps, usage: child.usage })
+  runtime.roots.set(turn, { budget: spent.budget ?? runtime.budget, members, started: spent.children.length })
+}
+
 /** Whether a tree has used more than its budget. */
 const overBudget = (services: Services, tree: Tree): boolean => {
   const { budget } = tree
@@ -249,7 +265,9 @@ const strictness = { allow: 0, ask: 1, deny: 2 } as const
  * The permission engine, narrowed for subagents: a read-only subagent's calls but reads are denied,
  * and a subagent's decision is never wider than its parent's for the same call — whatever mode or
  * rules the permission engine keeps per session (ACP's session modes, a server's per-cwd settings),
- * the stricter of the two decisions stands. The parent's "always" answers do not carry over. The
+ * the stricter of the two decisions stands. The parent's "always" answers do not carry over; the
+ * user's "always" answers to the subagent's own questions count in both decisions (until December
+ * 2026 the parent's, made without them, asked again: "always" on a subagent's question did nothing). The
  * subagent's own decision names the top session of its tree (`topSession`): such an engine decides it
  * with that session's configuration, as the CLI's one policy decides every session of its process.
  */
@@ -267,7 +285,10 @@ export const permissions = (base: PermissionEngine.Service, runtime: Runtime): P
       }
       if (link.readOnly && request.call.risk !== "read") return { decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" } as const
       const own = yield* base.decide({ ...request, topSession: topOf(runtime, link) })
-      const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })
+      // The parent's decision sees the user's "always" answers to this subagent's questions (its own remembered), never
+      // the parent's: an "always" on a subagent's question stands as it would on the top session's (a rule or a mode that
+      // asks or denies still does).
+      const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd })
       return strictness[parents.decision] > strictness[own.decision] ? { ...parents, policy: `parent/${parents.policy}` } : own
     })
   // A subagent's walk leaves out what its own rules fence and what every parent's up the tree does,
@@ -406,7 +427,8 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
  * the child's stream go, which cancels the child's turn (stored `cancelled` by then), and stores
  * `subagent.completed`. Any other stop — the engine shutting down — leaves a child that waits (on
  * the user, or on subagents that do) paused in its log and the call open, `subagent.completed` not
- * stored: the parent's turn is then paused on it, to be resumed after a restart.
+ * stored: the parent's turn is then paused on it, to be resumed after a restart. A child whose run
+ * failed (its store) is repaired: its turn closed, as its next run would close it.
  */
 const followChild = (
   turn: Turn,
@@ -423,6 +445,9 @@ const followChild = (
     // The child's stream ended without its turn's end: a shutdown paused it; this call waits for the same shutdown.
     Effect.zipRight(Effect.suspend(() => following.state.ended ? Effect.void : Effect.flatMap(kept, (keep) => keep ? Effect.never : Effect.void))),
     Effect.either,
+    // A child whose own store failed left its turn open, and no run of it will come to close it (a top
+    // session's next run would): closed here, as a crash's repair closes it, once the child's run has stopped.
+    Effect.tap((ran) => Either.isLeft(ran) && ran.left._tag === "ChildFailed" ? Effect.ignore(runtime.api!.repair(childSessionId)) : Effect.void),
     Effect.onInterrupt(() => Effect.flatMap(kept, (keep) => keep || completedBefore ? Effect.void : Effect.ignore(following.completed))),
     Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
   )
@@ -508,7 +533,8 @@ const link = (
     parent: { sessionId: host.session.sessionId, cwd: host.session.live.state.cwd },
     tools: narrowing.tools === undefined ? undefined : new Set(narrowing.tools)
   })
-  tree.members.set(childSessionId, { parent: host.session.sessionId, steps: 0, usage: undefined })
+  // A subagent resumed keeps what it used before the pause (see `seed`).
+  if (!tree.members.has(childSessionId)) tree.members.set(childSessionId, { parent: host.session.sessionId, steps: 0, usage: undefined })
 }
 
 // ---------------------------------------------------------------------------------------------

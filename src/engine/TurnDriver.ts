@@ -24,6 +24,7 @@ import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as OwnedSpan from "./OwnedSpan.js"
 import * as PromptCache from "./PromptCache.js"
+import * as ResumedSpend from "./ResumedSpend.js"
 import * as StepRequest from "./StepRequest.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolPhase from "./ToolPhase.js"
@@ -43,10 +44,11 @@ export type Ending =
   /** The store failed (or a defect stopped the driver): the turn stays open in the log. */
   | { readonly _tag: "Failed"; readonly cause: Cause.Cause<EventStoreFailure> }
 
-/** Where the steps start: the tool calls a paused turn left open, and how many model requests it made. */
+/** Where the steps start: the tool calls a paused turn left open, how many model requests it made and what it spent. */
 interface Opened {
   readonly open: ReadonlyArray<ToolPhase.StepCall>
   readonly stepsDone: number
+  readonly spent: ResumedSpend.Spent
 }
 
 /**
@@ -64,7 +66,7 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
   }, Effect.uninterruptible(Effect.gen(function*() {
     const opened = yield* open(turn)
     if (opened === undefined) return { _tag: "NotStarted" } as const
-    const tally: ModelResponse.Tally = { usage: undefined, compacted: undefined }
+    const tally: ModelResponse.Tally = { usage: opened.spent.usage, compacted: opened.spent.compacted }
     // The steps run in this fiber, interruptible: no fiber of their own to fork, wait for and join.
     yield* Effect.withFiberRuntime((fiber) => turn.cancel.attach(fiber))
     const exit = yield* Effect.exit(Effect.interruptible(stepsOf(turn, tally, opened)))
@@ -75,7 +77,8 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
 /**
  * Opens the turn: a new one or a follow-up's stores `turn.started` and `user.message` — a follow-up
  * only while it is still queued (one dropped meanwhile never runs: `undefined`); a paused one picks up
- * its open calls. Usage counts from here: what a paused turn used before the pause was never stored.
+ * its open calls, and counts on from what it spent before the pause (its log's, `ResumedSpend`): its
+ * usage, and its tree's budget, steps and subagents (`Subagents.seed`).
  */
 const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> =>
   Effect.gen(function*() {
@@ -83,8 +86,8 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
     switch (work._tag) {
       case "New": {
         // One batch: nothing can refuse a new turn's start, so its two events cost one commit.
-        yield* turn.commit([EventDraft.turnStarted(work.userMessage, undefined), EventDraft.userMessage(work.userMessage, work.images)])
-        return { open: [], stepsDone: 0 }
+        yield* turn.commit([EventDraft.turnStarted(work.userMessage, undefined, work.budget), EventDraft.userMessage(work.userMessage, work.images)])
+        return { open: [], stepsDone: 0, spent: ResumedSpend.none }
       }
       case "Queued": {
         const { content, queueId } = work
@@ -94,7 +97,7 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
         )
         if (started.length === 0) return undefined
         yield* turn.commit([EventDraft.userMessage(content, undefined)])
-        return { open: [], stepsDone: 0 }
+        return { open: [], stepsDone: 0, spent: ResumedSpend.none }
       }
       case "Resume": {
         const { state, transcript } = turn.session.live
@@ -105,7 +108,9 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
           ...(subagent === undefined ? {} : { subagent })
         }))
         const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === turn.turnId).length
-        return { open, stepsDone }
+        const spent = yield* ResumedSpend.read(turn.services.store, turn.session.sessionId, turn.turnId)
+        Subagents.seed(turn, spent, stepsDone)
+        return { open, stepsDone, spent }
       }
     }
   })

@@ -13,9 +13,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
@@ -30,7 +28,7 @@ import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import * as TaskTool from "../../src/layers/TaskTool.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { EventStore } from "../../src/services/EventStore.js"
-import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+import { collect, engineLayer, engineProcess, expectWellFormedLog, tempDir } from "../helpers.js"
 
 type Store = "jsonl" | "sqlite"
 
@@ -53,16 +51,7 @@ const engineOn = (store: Store, dataDir: string, model: FakeModelProvider.Option
     Layer.provideMerge(NodeContext.layer)
   )
 
-/** A "process": an engine built in a scope of its own, stopped when the test says. */
-const process = <A, E>(layer: Layer.Layer<A, E>) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(layer, scope)
-    return {
-      provide: <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.provide(effect, context),
-      stop: Scope.close(scope, Exit.void)
-    }
-  })
+const process = engineProcess
 
 /**
  * What a process killed now leaves: its logs as they are, without its writer locks (a dead process's

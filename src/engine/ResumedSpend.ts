@@ -1,0 +1,84 @@
+/**
+ * What a paused turn spent before its pause, as its log says: a process that resumes it (the CLI's
+ * `approve`, a restarted server) counts its budget and its `turn.completed.usage` from there, as the
+ * process that ran it up to the pause did — not from zero. Read from the log, never kept beside it:
+ * replay and the live turn cannot disagree.
+ *
+ * @since 0.10.0
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type * as AgentEvent from "../domain/AgentEvent.js"
+import type { EventStoreFailure } from "../domain/Errors.js"
+import type * as Task from "../domain/Task.js"
+import type { EventStore } from "../services/EventStore.js"
+import { addUsage } from "./ModelResponse.js"
+
+/** What one subagent of the turn had used when the parent's log last said (`subagent.progress`, `subagent.completed`). */
+export interface ChildSpend {
+  readonly childSessionId: string
+  /** Its steps and those of the subagents below it. */
+  readonly steps: number
+  readonly usage: AgentEvent.Usage | undefined
+}
+
+/** What the turn's log holds of its spending. */
+export interface Spent {
+  /** The turn's own budget (`turn.started.budget`); none when it ran under the engine's. */
+  readonly budget: Task.Budget | undefined
+  /** Its model responses' usage (`model.usage`), as `turn.completed.usage` counts it. */
+  readonly usage: AgentEvent.Usage | undefined
+  /** Its compactions' summaries' usage (`session.compacted` inside the turn): spent, counted against its budget. */
+  readonly compacted: AgentEvent.Usage | undefined
+  /** Its subagents, in the order they started (`subagent.started`). */
+  readonly children: ReadonlyArray<ChildSpend>
+}
+
+/** Nothing spent yet: a turn that starts now. */
+export const none: Spent = { budget: undefined, usage: undefined, compacted: undefined, children: [] }
+
+/** The turn `turnId` of `sessionId`, read from its log (one pass, in constant memory but its subagents). */
+export const read = (store: EventStore.Service, sessionId: string, turnId: string): Effect.Effect<Spent, EventStoreFailure> =>
+  store.read(sessionId).pipe(
+    Stream.filter((event) => "turnId" in event && event.turnId === turnId),
+    Stream.runFold(new Fold(), (fold, event) => fold.add(event)),
+    Effect.map((fold) => fold.spent())
+  )
+
+/** The fold of one turn's events. */
+class Fold {
+  private budget: Task.Budget | undefined = undefined
+  private usage: AgentEvent.Usage | undefined = undefined
+  private compacted: AgentEvent.Usage | undefined = undefined
+  private readonly children = new Map<string, ChildSpend>()
+
+  add(event: AgentEvent.AgentEvent): this {
+    switch (event.type) {
+      case "turn.started":
+        this.budget = event.payload.budget
+        break
+      case "model.usage":
+        this.usage = addUsage(this.usage, event.payload.usage)
+        break
+      case "session.compacted":
+        this.compacted = addUsage(this.compacted, event.payload.usage)
+        break
+      case "subagent.started":
+        this.children.set(event.payload.childSessionId, { childSessionId: event.payload.childSessionId, steps: 0, usage: undefined })
+        break
+      case "subagent.progress":
+      case "subagent.completed": {
+        // Each says what the subagent and those below it used so far: the last one is the total.
+        const { childSessionId, steps, usage } = event.payload
+        if (this.children.has(childSessionId)) this.children.set(childSessionId, { childSessionId, steps, usage })
+        break
+      }
+    }
+    return this
+  }
+
+  spent(): Spent {
+    return { budget: this.budget, usage: this.usage, compacted: this.compacted, children: [...this.children.values()] }
+  }
+}
