@@ -518,7 +518,7 @@ const perlOptFolders = (value: string): ReadonlyArray<string> => {
   return folders
 }
 /** What a folder a search variable puts first is checked for (see `PythonShadows.PythonAt.language`). */
-type SearchLanguage = "program" | "library" | "perl" | "pythonLib"
+type SearchLanguage = "program" | "library" | "perl" | "pythonLib" | "python"
 /**
  * Search paths whose relative or empty entries put a folder of the repository before the system's (round 27): `PATH`
  * (the shell's programs, and those a command starts: git's `ssh`, a pager, make's compiler), `GIT_EXEC_PATH` (git puts
@@ -628,9 +628,9 @@ interface Searched {
 /** The words of a command that set `variable` (one the shell expands too). */
 const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
   words.filter((w) => w.raw.startsWith(`${variable}=`) || w.value.startsWith(`${variable}=`))
-/** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
-const relativeEntries = (value: string): ReadonlyArray<string> =>
-  value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
+/** A search path's entries, as folders from where its program starts (an empty one is that folder); `~` is not read. */
+const searchEntries = (value: string): ReadonlyArray<string> =>
+  value.split(":").filter((entry) => !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
 /**
  * What a command exports for the commands after it: its `NAME=value` words when it is `export`
  * (not `export -n`) or `declare`/`typeset`/`local` with `-x`. A prefix (`X=1 cmd`) holds for its command only.
@@ -1152,7 +1152,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     else if (pathWord !== undefined && started?.ignoresEnv !== true) {
       if (pathWord.expands) pythonsUnknown.push(`${pathWord.raw}: the shell expands it when the command runs`)
       else {
-        for (const entry of relativeEntries(pythonPathVariable.exec(pathWord.value)![1]!)) pythons.push(from(pythonFolder(), entry))
+        // Absolute entries too, read inside cwd only (`PYTHONPATH=/abs/repo/lib` is the repository's code, round 29), and
+        // bounded with the other search paths' folders (a 20,000-entry `PYTHONPATH` read each folder).
+        for (const entry of searchEntries(pythonPathVariable.exec(pathWord.value)![1]!)) searched.push({ base: from(pythonFolder(), entry), language: "python" })
       }
     }
     // A `PATH`, `PERL5LIB`, `PYTHONHOME`, … the same way, from the folder the command starts in (round 27: `PATH=bin:/usr/bin
@@ -1170,7 +1172,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         const value = set.value.slice(variable.length + 1)
         // Absolute entries too: one naming a folder of the repository (`PATH=/abs/repo/bin:/usr/bin`) is one (round 28);
         // `PythonShadows.shadowing` reads only those inside cwd.
-        const named = (entries?.(value) ?? value.split(":")).filter((e) => !e.startsWith("~")).map((e) => NodePath.normalize(e === "" ? "." : e))
+        const named = entries === undefined ? searchEntries(value) : entries(value).filter((e) => !e.startsWith("~")).map((e) => NodePath.normalize(e))
         // The names a `PATH` folder may stand in for: the programs of its absolute folders too (`PATH=bin:/opt/x/bin mytool`).
         const alongside = language === "program" ? value.split(":").filter((e) => NodePath.isAbsolute(e)) : []
         const start = pythonFolder()

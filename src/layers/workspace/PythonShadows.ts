@@ -69,9 +69,10 @@ export interface PythonAt {
   /**
    * What else than a Python's start folder: one a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands
    * in for Perl's own (see `perlShadowable`); a `PATH` folder (`program`), a library one (`library`); a Python's own `lib`
-   * folder (`pythonLib`: `PYTHONHOME`'s, the user site's), whose `python3.11/` is its standard library or its start-up code.
+   * folder (`pythonLib`: `PYTHONHOME`'s, the user site's), whose `python3.11/` is its standard library or its start-up code;
+   * a `PYTHONPATH` folder (`python`), checked as a start folder is, whose absolute form counts inside cwd only (round 29).
    */
-  readonly language?: "perl" | "program" | "library" | "pythonLib" | undefined
+  readonly language?: "perl" | "program" | "library" | "pythonLib" | "python" | undefined
   /** The absolute folders beside a `program` folder in its `PATH`: their programs' names are looked for too. */
   readonly alongside?: ReadonlyArray<string> | undefined
 }

@@ -1,0 +1,61 @@
+/**
+ * Red team round 29: what round 28 left. Each line asked below was allowed by an exact rule for it on main (8c586a1:
+ * the cases failed before the fix, unless a case says it is pinned); where the program is installed here (Python 3.11,
+ * javac 17, git 2.39, bash 5.2) running the line ran the repository's file.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { execFileSync } from "node:child_process"
+import { decide, fsmonitor, prepared } from "./exactGitRule.js"
+import { scratch } from "./gitRepositories.js"
+
+const { base, repository } = scratch("redteam29")
+let made = 0
+/** A repository holding `files` (an executable when the text starts with `#!`). */
+const folder = (files: Readonly<Record<string, string>> = {}) => {
+  const cwd = repository("", join(base, `r${made++}`))
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(cwd, path)), { recursive: true })
+    writeFileSync(join(cwd, path), text)
+    if (text.startsWith("#!")) chmodSync(join(cwd, path), 0o755)
+  }
+  return cwd
+}
+/** Whether running `line` with bash in `cwd` left `mark` there (the repository's file ran). */
+const runs = (cwd: string, line: string, mark = "ran") => {
+  rmSync(join(cwd, mark), { force: true })
+  try {
+    execFileSync("/bin/bash", ["-c", line], { cwd, stdio: "pipe" })
+  } catch {
+    // What counts is whether the repository's file ran.
+  }
+  return existsSync(join(cwd, mark))
+}
+const touches = (cwd: string) => `open(${JSON.stringify(join(cwd, "ran"))}, "w")\n`
+const asks = async (cwd: string, line: string, named: string, policy = "repository-python") => {
+  const decided = await decide(cwd, line)
+  expect(decided.decision, line).toBe("ask")
+  expect(decided.policy, line).toBe(policy)
+  expect(decided.reason, line).toContain(named)
+}
+const allows = async (cwd: string, line: string) => expect((await decide(cwd, line)).decision, line).toBe("allow")
+
+describe("PYTHONPATH's absolute entries inside cwd (CommandPaths, as round 28 did for PATH's)", () => {
+  it("PYTHONPATH=<cwd>/lib python3 -P -m json.tool ran lib/json.py; its own module is the rule's", async () => {
+    const cwd = folder({ "d.json": "{}\n", "lib/json.py": "", "src/mine.py": "" })
+    writeFileSync(join(cwd, "lib", "json.py"), touches(cwd))
+    expect(runs(cwd, `PYTHONPATH=${cwd}/lib python3 -P -m json.tool d.json`)).toBe(true)
+    for (const line of [`PYTHONPATH=${cwd}/lib python3 -P -m json.tool d.json`, `export PYTHONPATH=${cwd}/src:${cwd}/lib; pip3 --version`]) {
+      await asks(cwd, line, "lib/json.py")
+    }
+    // The repository's own module: the rule's.
+    await allows(cwd, `PYTHONPATH=${cwd}/src python3 -P -m mine`)
+  })
+
+  it("PYTHONPATH naming more than 64 folders asks, as PATH's and PERL5LIB's do", async () => {
+    const folders = (n: number) => Array.from({ length: n }, (_, i) => String(i)).join(":")
+    await asks(folder({ "d.json": "" }), `PYTHONPATH=${folders(65)} pip3 --version`, "more than 64 folders")
+    await allows(folder({ "d.json": "" }), `PYTHONPATH=${folders(64)} pip3 --version`)
+  })
+})
