@@ -4,7 +4,7 @@
  * javac 17, git 2.39, bash 5.2) running the line ran the repository's file.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { execFileSync } from "node:child_process"
 import { decide, fsmonitor, prepared } from "./exactGitRule.js"
@@ -76,5 +76,54 @@ describe("a line of thousands of loader variables (round 28's bench)", () => {
     const decided = await decide(hostile(), line)
     expect(decided.decision).toBe("ask")
     expect(decided.reason).toContain("core.fsmonitor")
+  })
+})
+
+describe("javac's annotation processors from the class path (CommandPaths, PythonShadows)", () => {
+  const services = "META-INF/services/javax.annotation.processing.Processor"
+  const javac = (() => {
+    try {
+      execFileSync("javac", ["-version"], { stdio: "pipe" })
+      return true
+    } catch {
+      return false
+    }
+  })()
+  // A processor `P` that leaves `ran` in the folder javac runs in when javac loads it, compiled once.
+  const processor = join(base, "processor")
+  if (javac) {
+    mkdirSync(processor)
+    writeFileSync(join(processor, "P.java"), [
+      "import javax.annotation.processing.*;",
+      "@SupportedAnnotationTypes(\"*\")",
+      "public class P extends AbstractProcessor {",
+      "  static { try { new java.io.File(\"ran\").createNewFile(); } catch (Exception e) {} }",
+      "  public boolean process(java.util.Set<? extends javax.lang.model.element.TypeElement> a, RoundEnvironment r) { return false; }",
+      "}"
+    ].join("\n"))
+    execFileSync("javac", ["-d", processor, join(processor, "P.java")], { stdio: "pipe" })
+  }
+  /** A repository holding `P.class`, listed in its services file. */
+  const planted = () => {
+    const cwd = folder({ "X.java": "public class X {}\n", [services]: "P\n", "src/Y.java": "class Y {}\n", "tools/a": "" })
+    if (javac) copyFileSync(join(processor, "P.class"), join(cwd, "P.class"))
+    // Jars: one listing processors, one that does not (zipped by Python's zipfile: names stored as javac reads them).
+    mkdirSync(join(cwd, "lib"))
+    const zip = "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z: z.writestr(sys.argv[2], 'P\\n')"
+    execFileSync("python3", ["-c", zip, join(cwd, "lib", "p.jar"), services])
+    execFileSync("python3", ["-c", zip, join(cwd, "tools", "q.jar"), "META-INF/MANIFEST.MF"])
+    return cwd
+  }
+
+  it("a plain javac in a repository runs the processors its class path (default `.`) lists: it asks", async () => {
+    if (javac) expect(runs(planted(), "javac X.java")).toBe(true)
+    for (const line of ["javac X.java", "javac -d out X.java", "nice javac X.java", "javac -cp .:lib X.java", "CLASSPATH=. javac X.java", "javac -cp lib/p.jar X.java", "javac -cp 'lib/*' -proc:only X.java", "javac --class-path=src:lib/p.jar X.java"]) {
+      await asks(planted(), line, services)
+    }
+  })
+
+  it("-proc:none, a processor path the line names, or a class path without a services file: the rule's", async () => {
+    if (javac) expect(runs(planted(), "javac -proc:none X.java")).toBe(false)
+    for (const line of ["javac -proc:none X.java", "javac -processorpath tools X.java", "javac -cp src X.java", "javac -cp 'tools/*' X.java", "java -cp . X"]) await allows(planted(), line)
   })
 })

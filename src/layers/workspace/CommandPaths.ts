@@ -518,7 +518,7 @@ const perlOptFolders = (value: string): ReadonlyArray<string> => {
   return folders
 }
 /** What a folder a search variable puts first is checked for (see `PythonShadows.PythonAt.language`). */
-type SearchLanguage = "program" | "library" | "perl" | "pythonLib" | "python"
+type SearchLanguage = "program" | "library" | "perl" | "pythonLib" | "python" | "processor"
 /**
  * Search paths whose relative or empty entries put a folder of the repository before the system's (round 27): `PATH`
  * (the shell's programs, and those a command starts: git's `ssh`, a pager, make's compiler), `GIT_EXEC_PATH` (git puts
@@ -548,6 +548,25 @@ const searchVariables: ReadonlyArray<{
   { variable: "PYTHONUSERBASE", language: "pythonLib", folders: (entry) => [NodePath.join(entry, "lib")] },
   { variable: "HOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, ".local", "lib")] }
 ]
+/** The variables a line's earlier commands set for later ones that the check reads: the search paths, and javac's `CLASSPATH`. */
+const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH"]
+/**
+ * The class path whose `META-INF/services/javax.annotation.processing.Processor` files name the annotation processors a
+ * javac loads and runs (round 29: `javac X.java` ran a repository's `P.class`, javac 17): its `-cp`/`-classpath`/
+ * `--class-path`, else `CLASSPATH`, else `.` (an agent's own `CLASSPATH` is not read: over-asks only). None with
+ * `-proc:none`, or a processor path the line names (`-processorpath`, `--processor-path`, `--processor-module-path`):
+ * what runs then is what the line shows, as `PERL5OPT=-MMine` is.
+ */
+const javacClassPath = (args: ReadonlyArray<string>, variable: string | undefined): ReadonlyArray<string> => {
+  let classPath = variable ?? "."
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "-proc:none" || /^(?:-processorpath|--processor-path|--processor-module-path)(?:=|$)/.test(arg)) return []
+    if (/^(?:-cp|-classpath|--class-path)$/.test(arg) && args[i + 1] !== undefined) classPath = args[++i]!
+    else if (arg.startsWith("--class-path=")) classPath = arg.slice("--class-path=".length)
+  }
+  return searchEntries(classPath)
+}
 /**
  * `PATH=$PATH:/opt/x`, `PATH="/opt/x:${PATH}"`: the shell expands only `$PATH` there, to the line's own earlier value, or
  * else the environment's (`path`: absolute folders only). Read as that value, not as a word known only when the command
@@ -979,7 +998,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // The `searchVariables` words the line set or exported so far (the last of each holds).
   const searchPaths = new Map<string, CommandLine.Word>()
   const searchSet = (words: ReadonlyArray<CommandLine.Word>) => {
-    for (const { variable } of searchVariables) {
+    for (const variable of lineVariables) {
       const last = searchWords(variable, words).at(-1)
       if (last !== undefined) searchPaths.set(variable, last)
     }
@@ -1188,6 +1207,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
             searched.push({ base: from(start, folder), language, ...(alongside.length === 0 ? {} : { alongside }) })
           }
         }
+      }
+    }
+    // A javac as the program or after a wrapper, from the folder it starts in (`env -C sub javac …`).
+    const javacWord = words.findIndex((w, k) => k >= at && NodePath.basename(w.value) === "javac" && (k === at || CommandRisk.runsOtherPrograms(program)))
+    if (javacWord >= 0) {
+      const classPath = searchWords("CLASSPATH", words.slice(0, javacWord)).at(-1) ?? searchPaths.get("CLASSPATH")
+      if (classPath?.expands !== true) {
+        const start = movesTo(words.slice(at, javacWord).map((w) => w.value)) ?? ""
+        const given = words.slice(javacWord + 1).map((w) => w.value)
+        for (const entry of javacClassPath(given, classPath?.value.slice("CLASSPATH=".length))) searched.push({ base: from(start, entry), language: "processor" })
       }
     }
     if (read !== undefined) {
