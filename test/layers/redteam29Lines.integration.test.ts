@@ -127,3 +127,24 @@ describe("javac's annotation processors from the class path (CommandPaths, Pytho
     for (const line of ["javac -proc:none X.java", "javac -processorpath tools X.java", "javac -cp src X.java", "javac -cp 'tools/*' X.java", "java -cp . X"]) await allows(planted(), line)
   })
 })
+
+describe("each case's question says its own reason (PermissionPolicy, PythonShadows)", () => {
+  const python = execFileSync("python3", ["-c", "import sys; print(f'python{sys.version_info[0]}.{sys.version_info[1]}')"]).toString().trim()
+  it("the user site, PYTHONHOME, PATH, a library folder, Perl, javac and a Python's own folder each name what they are", async () => {
+    for (const [files, line, reason] of [
+      [{ [`.local/lib/${python}/site-packages/x.pth`]: "" }, "HOME=. git status", "a Python's own standard library or start-up code"],
+      [{ [`u/lib/${python}/site-packages/usercustomize.py`]: "" }, "PYTHONUSERBASE=u python3 -c 1", "a Python's own standard library or start-up code"],
+      [{ "bin/git": "#!/bin/sh\n" }, "PATH=bin:/usr/bin git status", "run in place of the system's programs"],
+      [{ "so/libselinux.so.1": "" }, "LD_LIBRARY_PATH=so ls", "loaded in place of the system's shared libraries"],
+      [{ "strict.pm": "1;\n", "a.txt": "" }, "PERL5LIB=. shasum a.txt", "loaded in place of Perl's own modules"],
+      [{ "json.py": "" }, "python3 -m json.tool", "imported in place of Python's standard modules"],
+      [{ "META-INF/services/javax.annotation.processing.Processor": "P\n" }, "javac X.java", "annotation processors javac runs"]
+    ] as const) {
+      const decided = await decide(folder(files), line)
+      expect(decided.decision, line).toBe("ask")
+      expect(decided.reason, line).toContain(reason)
+      // No other case's reason.
+      expect(decided.reason, line).not.toContain(reason.includes("Perl") ? "Python's" : "Perl")
+    }
+  })
+})

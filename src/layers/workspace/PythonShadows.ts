@@ -16,6 +16,7 @@
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import type * as ToolRouter from "../../services/ToolRouter.js"
 import * as Environment from "./Environment.js"
 
 /**
@@ -213,17 +214,37 @@ export const rememberedScope = (line: string, shadows: ReadonlyArray<string>): s
   `shell:python:${JSON.stringify({ line: line.trim(), shadows: [...shadows].sort() })}`
 
 /**
+ * What a repository's file found would stand in for, one reason each in the question (round 29: every case said
+ * "Python's (or Perl's) standard modules … PATH entry"): `unknown` for a folder the check could not read.
+ */
+export type ShadowKind = ToolRouter.ShadowKind
+const kindOf = (at: PythonAt): ShadowKind => at.language ?? "python"
+/** The files found (`shadowing`), and the kinds among them. */
+export interface Shadowed {
+  readonly files: ReadonlyArray<string>
+  readonly kinds: ReadonlyArray<ShadowKind>
+}
+/**
  * The files in each folder a line's Pythons start in that would stand in for a standard module, as
  * `<folder>/<entry>` relative to cwd, or the note why a folder is not known; empty when none (the
  * common case). A folder is read once, to 4,096 entries (past that it is named as not checked).
  */
-export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, searchPath = process.env.PATH): Promise<ReadonlyArray<string>> => {
-  const found = new Set<string>()
+export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, searchPath = process.env.PATH): Promise<Shadowed> => {
+  const files = new Set<string>()
+  const kinds = new Set<ShadowKind>()
+  // Each file found, with what it stands in for (the question names each kind: round 29).
+  const found = {
+    add: (file: string, kind: ShadowKind = kindOf(at)) => {
+      files.add(file)
+      kinds.add(kind)
+    }
+  }
+  let at: PythonAt = { base: "" }
   const folders = new Map<string, ReadonlyArray<string>>()
   const systems = new Map<string, ReadonlySet<string>>()
-  for (let at of pythons) {
+  for (at of pythons) {
     if (at.unknownFolder !== undefined) {
-      found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`)
+      found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`, "unknown")
       continue
     }
     // A search path's absolute folder (`PATH=/abs/repo/bin:/usr/bin`) counts inside cwd only, named from cwd.
@@ -234,12 +255,12 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, s
     }
     const folder = NodePath.resolve(cwd, at.base)
     if (at.language === "processor") {
-      for (const file of await processors(folder, at.base)) found.add(file)
+      for (const file of await processors(folder, at.base)) found.add(file, file.startsWith("(") ? "unknown" : "processor")
       continue
     }
     const entries = await NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])
     if (entries.length > 4096) {
-      found.add(`(${at.base === "" ? "." : at.base}: more than 4,096 entries, not checked)`)
+      found.add(`(${at.base === "" ? "." : at.base}: more than 4,096 entries, not checked)`, "unknown")
       continue
     }
     for (const entry of entries) {
@@ -269,5 +290,5 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, s
       else if (shadowable(entry.name) && (await NodeFs.stat(NodePath.join(folder, entry.name, "__init__.py")).catch(() => undefined)) !== undefined) found.add(path)
     }
   }
-  return [...found]
+  return { files: [...files], kinds: [...kinds] }
 }
