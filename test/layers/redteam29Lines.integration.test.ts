@@ -148,3 +148,26 @@ describe("each case's question says its own reason (PermissionPolicy, PythonShad
     }
   })
 })
+
+describe("an argument that looks like an assignment (CommandPaths)", () => {
+  /** A repository whose `bin/git` leaves `ran` in it, with a `lib/json.py` and `lib/strict.pm`. */
+  const planted = () => {
+    const cwd = folder({ "bin/git": "#!/bin/sh\n", "lib/json.py": "", "lib/strict.pm": "1;\n" })
+    writeFileSync(join(cwd, "bin", "git"), `#!/bin/sh\necho > ${JSON.stringify(join(cwd, "ran"))}\n`)
+    return cwd
+  }
+
+  it("echo's or a commit message's PATH=… sets no variable: the rule's (an over-ask on main)", async () => {
+    for (const line of ['echo "PATH=bin"', "echo PATH=bin", 'git commit --allow-empty -m "PATH=bin"', 'echo "PYTHONPATH=lib"', "printf %s PERL5LIB=lib"]) {
+      expect(runs(planted(), line), line).toBe(false)
+      await allows(planted(), line)
+    }
+  })
+
+  it("a real prefix, env's (quoted too) and eval's script still ask: eval 'PATH=bin git status' ran bin/git, allowed on main", async () => {
+    for (const line of ["PATH=bin git status", "env PATH=bin git status", 'env "PATH=bin" git status', "env -u X PATH=bin git status", "eval 'PATH=bin git status'", 'eval "PATH=bin:/bin" git status']) {
+      expect(runs(planted(), line), line).toBe(true)
+      await asks(planted(), line, "bin/git")
+    }
+  })
+})

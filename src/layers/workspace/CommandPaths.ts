@@ -644,6 +644,27 @@ interface Searched {
   readonly language: SearchLanguage
   readonly alongside?: ReadonlyArray<string>
 }
+/** Programs whose `NAME=value` arguments set variables for the program they run (`env PATH=bin git`, `sudo PATH=bin git`). */
+const setsForProgram = /^(?:env|sudo|doas)$/
+/** Their options that take the next word (`env -u NAME`, `-C dir`, `-S text`, `sudo -u user`, …). */
+const setterOptionValue = /^(?:-[uCSagphrtDRT]|--(?:unset|chdir|split-string|argv0|user|group|host|prompt|role|type|chroot|close-from))$/
+/**
+ * The words after an `env` (or `sudo`/`doas`) of the command, from `at`, that set a variable for the program it runs: its
+ * `NAME=value` words (quoted too: env reads them, not the shell) before that program. Any other program's argument that
+ * looks like one (`echo "PATH=bin"`, `git commit -m "PATH=x"`) sets nothing (round 29: it was read as a `PATH`, an over-ask).
+ */
+const setForProgram = (words: ReadonlyArray<CommandLine.Word>, at: number): ReadonlyArray<CommandLine.Word> => {
+  const setter = words.findIndex((w, k) => k >= at && setsForProgram.test(NodePath.basename(w.value)))
+  if (setter < 0) return []
+  const set: Array<CommandLine.Word> = []
+  for (let k = setter + 1; k < words.length; k++) {
+    const value = words[k]!.value
+    if (assignment.test(value)) set.push(words[k]!)
+    else if (setterOptionValue.test(value)) k++
+    else if (!value.startsWith("-")) break
+  }
+  return set
+}
 /** The words of a command that set `variable` (one the shell expands too). */
 const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
   words.filter((w) => w.raw.startsWith(`${variable}=`) || w.value.startsWith(`${variable}=`))
@@ -1165,7 +1186,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (started?.fromFolder === true || uv?.module === true) pythons.push(pythonFolder())
     // A `PYTHONPATH` the command carries or the line set before: each relative entry is a folder any Python it starts
     // (`pip3`, `pytest`, a script's) imports from, unless `-E`/`-I` has it ignore the environment.
-    const carried = pathWords(words).at(-1)
+    const carried = pathWords(exports(program, args) ? words : [...words.slice(0, at), ...setForProgram(words, at)]).at(-1)
     const pathWord = carried ?? pythonPath
     if (exports(program, args)) pythonPath = carried ?? pythonPath
     else if (pathWord !== undefined && started?.ignoresEnv !== true) {
@@ -1185,7 +1206,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       // The command's own value (its prefix's, or the line's) is where its program is looked up, and one its arguments
       // set (`env PATH=x cmd`) its program's: both are read (review 53: the quoted `PATH=…` script of `eval 'PATH=$PATH
       // git status'` hid the line's `PATH=bin:/bin`).
-      const setBy = (variable: string) => [searchWords(variable, words.slice(0, at)).at(-1) ?? searchPaths.get(variable), searchWords(variable, args).at(-1)]
+      const setBy = (variable: string) => [searchWords(variable, words.slice(0, at)).at(-1) ?? searchPaths.get(variable), searchWords(variable, setForProgram(words, at)).at(-1)]
       for (const { variable, language, folders, entries, set } of searchVariables.flatMap((v) => [...new Set(setBy(v.variable))].map((set) => ({ ...v, set })))) {
         if (set === undefined || set.expands) continue
         const value = set.value.slice(variable.length + 1)
@@ -1284,6 +1305,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const flag = shell < 0 ? -1 : words.findIndex((w, k) => k > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
     const script = flag < 0 ? undefined : words[flag + 1]
     if (script !== undefined && !script.expands && depth < 4) lineIn(script.value, false, pathAt(flag + 1))
+    // eval's words, joined, are a line its shell runs (`eval 'PATH=bin git status'` ran bin/git: round 29; read word by
+    // word below, a leading `PATH=` was cut as a setting's name).
+    if (own[0] === "eval" && own.length > 1 && depth < 4 && !words.slice(at).some((w) => w.expands)) lineIn(own.slice(1).join(" "), false, pathAt(at + 1))
     // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
     if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value, false, pathAt(words.length))
     if (runsAnother) {
