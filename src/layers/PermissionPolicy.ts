@@ -42,7 +42,7 @@ import { Decision } from "../domain/AgentEvent.js"
 import * as Plural from "../domain/Plural.js"
 import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
-import type { PathAccess, PathFence, PreparedCall, ToolRouter } from "../services/ToolRouter.js"
+import type { CommandAccess, PathAccess, PathFence, PreparedCall, ShadowKind, ToolRouter } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
@@ -569,7 +569,7 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
   const shadowed = call.command?.shadowedModules ?? []
   if (shadowed.length > 0 && !shadowsRemembered) {
     if (mode === "bypass") return { decision: "allow", policy: "bypass" }
-    return { decision: "ask", policy: "repository-python", reason: shadowedReason(shadowed) }
+    return { decision: "ask", policy: "repository-python", reason: shadowedReason(shadowed, call.command?.shadowKinds) }
   }
   return undefined
 }
@@ -579,10 +579,23 @@ const repositoryGitReason = (runs: ReadonlyArray<string>): string =>
   `the repository's own git config or hooks name programs this git may run, or what they name cannot be read before it runs ` +
   `(${runs.slice(0, 6).join(", ")}${runs.length > 6 ? ", …" : ""}); a rule for git does not cover them`
 
-/** Why a Python line asks whatever a rule says: the repository's files it would import as standard modules (named; their content never shown). */
-const shadowedReason = (files: ReadonlyArray<string>): string =>
-  `files of the repository would be imported in place of Python's (or Perl's) standard modules, or run in place of the system's programs ` +
-  `(a relative PATH entry), or where cannot be read before it runs ` +
+/** What each kind of file a line would load from the repository stands in for (`PythonShadows.ShadowKind`). */
+const shadowReasons: Readonly<Record<ShadowKind, string>> = {
+  python: "be imported in place of Python's standard modules or tools",
+  perl: "be loaded in place of Perl's own modules (PERL5LIB, PERLLIB, PERL5OPT's -I)",
+  program: "run in place of the system's programs (a PATH or GIT_EXEC_PATH entry naming a folder of the repository)",
+  library: "be loaded in place of the system's shared libraries (LD_LIBRARY_PATH, GCONV_PATH)",
+  pythonLib: "be a Python's own standard library or start-up code (PYTHONHOME, PYTHONUSERBASE, a HOME's .local user site)",
+  processor: "be annotation processors javac runs (its class path's META-INF/services)",
+  unknown: "come from folders the check cannot read before the line runs"
+}
+
+/**
+ * Why a line asks whatever a rule says: the repository's files it would load in place of what the system has (named;
+ * their content never shown), with each kind's own reason (round 29), in the order of `shadowReasons`.
+ */
+const shadowedReason = (files: ReadonlyArray<string>, kinds: CommandAccess["shadowKinds"] = ["python"]): string =>
+  `files of the repository would ${Object.entries(shadowReasons).filter(([kind]) => kinds.some((k) => k === kind)).map(([, why]) => why).join(", or ")} ` +
   `(${files.slice(0, 6).join(", ")}${files.length > 6 ? ", …" : ""}); a rule for this line does not cover them`
 
 /**

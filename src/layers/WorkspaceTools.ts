@@ -165,6 +165,7 @@ interface Tool<A, I> {
     readonly command?: ReturnType<typeof CommandLine.parse>
     readonly repositoryRuns?: ReadonlyArray<string>
     readonly shadowedModules?: ReadonlyArray<string>
+    readonly shadowKinds?: ReadonlyArray<PythonShadows.ShadowKind>
     readonly scope?: string
   }, ToolFailure>
   readonly run: (input: A, call: PreparedCall, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
@@ -631,11 +632,13 @@ export const make = (options: Options = {}) =>
           // What the repository's own git config and hooks would make the line's git run (the policy asks then).
           const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named))
           // What a Python of the line would import from the repository in place of its standard library.
-          const shadowedModules = named.pythons.length === 0 ? [] : yield* Effect.promise(() => PythonShadows.shadowing(cwd, named.pythons, environment.PATH))
+          const { files: shadowedModules, kinds: shadowKinds } = named.pythons.length === 0
+            ? { files: [], kinds: [] }
+            : yield* Effect.promise(() => PythonShadows.shadowing(cwd, named.pythons, environment.PATH))
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk); with files a Python
           // would import, this exact line while the same files are there.
           const scope = shadowedModules.length > 0 ? PythonShadows.rememberedScope(command.text, shadowedModules) : CommandRisk.scopeOf(command, classification, shellSyntax)
-          return { risk, paths, command, repositoryRuns, shadowedModules, scope }
+          return { risk, paths, command, repositoryRuns, shadowedModules, shadowKinds, scope }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {
@@ -773,7 +776,9 @@ export const make = (options: Options = {}) =>
               argv: inspected.command.argv,
               hazards: inspected.command.hazards,
               ...(inspected.repositoryRuns === undefined || inspected.repositoryRuns.length === 0 ? {} : { repositoryRuns: inspected.repositoryRuns }),
-              ...(inspected.shadowedModules === undefined || inspected.shadowedModules.length === 0 ? {} : { shadowedModules: inspected.shadowedModules })
+              ...(inspected.shadowedModules === undefined || inspected.shadowedModules.length === 0
+                ? {}
+                : { shadowedModules: inspected.shadowedModules, ...(inspected.shadowKinds === undefined ? {} : { shadowKinds: inspected.shadowKinds }) })
             }
           }),
           scope: inspected.scope ?? call.tool,

@@ -79,6 +79,9 @@ export type PathFence = (path: { readonly real: string; readonly relative: strin
 /** What makes a command line dangerous to run without a rule that allows it. */
 export type ShellHazard = "chaining" | "pipe" | "redirection" | "substitution" | "background" | "sudo" | "recursive_delete"
 
+/** What a repository's file a line would load stands in for: a Python's module, Perl's, a program, a shared library, a Python's own library or start-up code, javac's annotation processor; `unknown`: a folder not read. */
+export type ShadowKind = "python" | "perl" | "program" | "library" | "pythonLib" | "processor" | "unknown"
+
 /** A command a call would run. */
 export interface CommandAccess {
   readonly text: string
@@ -95,6 +98,8 @@ export interface CommandAccess {
    * module (`json.py` for `python3 -m json.tool`: `PythonShadows`). The policy asks, whatever a rule says.
    */
   readonly shadowedModules?: ReadonlyArray<string> | undefined
+  /** What those files stand in for (`PythonShadows.ShadowKind`): the question gives each its own reason. */
+  readonly shadowKinds?: ReadonlyArray<ShadowKind> | undefined
 }
 
 /** A validated call: what it would do, for the permission engine, and its decoded input, for the tool. */

@@ -6,37 +6,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
-import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { chmodSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { execFileSync } from "node:child_process"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { plantedRepositories, runs, touches } from "./plantedRepositories.js"
 
-const { base, repository } = scratch("redteam28")
-let made = 0
-/** A repository holding `files` (an executable when the text starts with `#!`). */
-const folder = (files: Readonly<Record<string, string>> = {}) => {
-  const cwd = repository("", join(base, `r${made++}`))
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(cwd, path)), { recursive: true })
-    writeFileSync(join(cwd, path), text)
-    if (text.startsWith("#!")) chmodSync(join(cwd, path), 0o755)
-  }
-  return cwd
-}
-/** Whether running `line` with bash in `cwd` left `mark` there (the repository's file ran). */
-const runs = (cwd: string, line: string, mark = "ran") => {
-  rmSync(join(cwd, mark), { force: true })
-  try {
-    execFileSync("/bin/bash", ["-c", line], { cwd, stdio: "pipe" })
-  } catch {
-    // What counts is whether the repository's file ran.
-  }
-  return existsSync(join(cwd, mark))
-}
-const touches = (cwd: string) => `open(${JSON.stringify(join(cwd, "ran"))}, "w")\n`
+const { base, folder } = plantedRepositories("redteam28")
 const asks = async (cwd: string, line: string, named: string, policy = "repository-python") => {
   const decided = await decide(cwd, line)
   expect(decided.decision, line).toBe("ask")

@@ -518,7 +518,7 @@ const perlOptFolders = (value: string): ReadonlyArray<string> => {
   return folders
 }
 /** What a folder a search variable puts first is checked for (see `PythonShadows.PythonAt.language`). */
-type SearchLanguage = "program" | "library" | "perl" | "pythonLib"
+type SearchLanguage = "program" | "library" | "perl" | "pythonLib" | "python" | "processor"
 /**
  * Search paths whose relative or empty entries put a folder of the repository before the system's (round 27): `PATH`
  * (the shell's programs, and those a command starts: git's `ssh`, a pager, make's compiler), `GIT_EXEC_PATH` (git puts
@@ -548,6 +548,25 @@ const searchVariables: ReadonlyArray<{
   { variable: "PYTHONUSERBASE", language: "pythonLib", folders: (entry) => [NodePath.join(entry, "lib")] },
   { variable: "HOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, ".local", "lib")] }
 ]
+/** The variables a line's earlier commands set for later ones that the check reads: the search paths, and javac's `CLASSPATH`. */
+const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH"]
+/**
+ * The class path whose `META-INF/services/javax.annotation.processing.Processor` files name the annotation processors a
+ * javac loads and runs (round 29: `javac X.java` ran a repository's `P.class`, javac 17): its `-cp`/`-classpath`/
+ * `--class-path`, else `CLASSPATH`, else `.` (an agent's own `CLASSPATH` is not read: over-asks only). None with
+ * `-proc:none`, or a processor path the line names (`-processorpath`, `--processor-path`, `--processor-module-path`):
+ * what runs then is what the line shows, as `PERL5OPT=-MMine` is.
+ */
+const javacClassPath = (args: ReadonlyArray<string>, variable: string | undefined): ReadonlyArray<string> => {
+  let classPath = variable ?? "."
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "-proc:none" || /^(?:-processorpath|--processor-path|--processor-module-path)(?:=|$)/.test(arg)) return []
+    if (/^(?:-cp|-classpath|--class-path)$/.test(arg) && args[i + 1] !== undefined) classPath = args[++i]!
+    else if (arg.startsWith("--class-path=")) classPath = arg.slice("--class-path=".length)
+  }
+  return searchEntries(classPath)
+}
 /**
  * `PATH=$PATH:/opt/x`, `PATH="/opt/x:${PATH}"`: the shell expands only `$PATH` there, to the line's own earlier value, or
  * else the environment's (`path`: absolute folders only). Read as that value, not as a word known only when the command
@@ -625,12 +644,33 @@ interface Searched {
   readonly language: SearchLanguage
   readonly alongside?: ReadonlyArray<string>
 }
+/** Programs whose `NAME=value` arguments set variables for the program they run (`env PATH=bin git`, `sudo PATH=bin git`). */
+const setsForProgram = /^(?:env|sudo|doas)$/
+/** Their options that take the next word (`env -u NAME`, `-C dir`, `-S text`, `sudo -u user`, …). */
+const setterOptionValue = /^(?:-[uCSagphrtDRT]|--(?:unset|chdir|split-string|argv0|user|group|host|prompt|role|type|chroot|close-from))$/
+/**
+ * The words after an `env` (or `sudo`/`doas`) of the command, from `at`, that set a variable for the program it runs: its
+ * `NAME=value` words (quoted too: env reads them, not the shell) before that program. Any other program's argument that
+ * looks like one (`echo "PATH=bin"`, `git commit -m "PATH=x"`) sets nothing (round 29: it was read as a `PATH`, an over-ask).
+ */
+const setForProgram = (words: ReadonlyArray<CommandLine.Word>, at: number): ReadonlyArray<CommandLine.Word> => {
+  const setter = words.findIndex((w, k) => k >= at && setsForProgram.test(NodePath.basename(w.value)))
+  if (setter < 0) return []
+  const set: Array<CommandLine.Word> = []
+  for (let k = setter + 1; k < words.length; k++) {
+    const value = words[k]!.value
+    if (assignment.test(value)) set.push(words[k]!)
+    else if (setterOptionValue.test(value)) k++
+    else if (!value.startsWith("-")) break
+  }
+  return set
+}
 /** The words of a command that set `variable` (one the shell expands too). */
 const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
   words.filter((w) => w.raw.startsWith(`${variable}=`) || w.value.startsWith(`${variable}=`))
-/** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
-const relativeEntries = (value: string): ReadonlyArray<string> =>
-  value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
+/** A search path's entries, as folders from where its program starts (an empty one is that folder); `~` is not read. */
+const searchEntries = (value: string): ReadonlyArray<string> =>
+  value.split(":").filter((entry) => !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
 /**
  * What a command exports for the commands after it: its `NAME=value` words when it is `export`
  * (not `export -n`) or `declare`/`typeset`/`local` with `-x`. A prefix (`X=1 cmd`) holds for its command only.
@@ -979,7 +1019,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // The `searchVariables` words the line set or exported so far (the last of each holds).
   const searchPaths = new Map<string, CommandLine.Word>()
   const searchSet = (words: ReadonlyArray<CommandLine.Word>) => {
-    for (const { variable } of searchVariables) {
+    for (const variable of lineVariables) {
       const last = searchWords(variable, words).at(-1)
       if (last !== undefined) searchPaths.set(variable, last)
     }
@@ -1146,13 +1186,15 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (started?.fromFolder === true || uv?.module === true) pythons.push(pythonFolder())
     // A `PYTHONPATH` the command carries or the line set before: each relative entry is a folder any Python it starts
     // (`pip3`, `pytest`, a script's) imports from, unless `-E`/`-I` has it ignore the environment.
-    const carried = pathWords(words).at(-1)
+    const carried = pathWords(exports(program, args) ? words : [...words.slice(0, at), ...setForProgram(words, at)]).at(-1)
     const pathWord = carried ?? pythonPath
     if (exports(program, args)) pythonPath = carried ?? pythonPath
     else if (pathWord !== undefined && started?.ignoresEnv !== true) {
       if (pathWord.expands) pythonsUnknown.push(`${pathWord.raw}: the shell expands it when the command runs`)
       else {
-        for (const entry of relativeEntries(pythonPathVariable.exec(pathWord.value)![1]!)) pythons.push(from(pythonFolder(), entry))
+        // Absolute entries too, read inside cwd only (`PYTHONPATH=/abs/repo/lib` is the repository's code, round 29), and
+        // bounded with the other search paths' folders (a 20,000-entry `PYTHONPATH` read each folder).
+        for (const entry of searchEntries(pythonPathVariable.exec(pathWord.value)![1]!)) searched.push({ base: from(pythonFolder(), entry), language: "python" })
       }
     }
     // A `PATH`, `PERL5LIB`, `PYTHONHOME`, … the same way, from the folder the command starts in (round 27: `PATH=bin:/usr/bin
@@ -1164,13 +1206,13 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       // The command's own value (its prefix's, or the line's) is where its program is looked up, and one its arguments
       // set (`env PATH=x cmd`) its program's: both are read (review 53: the quoted `PATH=…` script of `eval 'PATH=$PATH
       // git status'` hid the line's `PATH=bin:/bin`).
-      const setBy = (variable: string) => [searchWords(variable, words.slice(0, at)).at(-1) ?? searchPaths.get(variable), searchWords(variable, args).at(-1)]
+      const setBy = (variable: string) => [searchWords(variable, words.slice(0, at)).at(-1) ?? searchPaths.get(variable), searchWords(variable, setForProgram(words, at)).at(-1)]
       for (const { variable, language, folders, entries, set } of searchVariables.flatMap((v) => [...new Set(setBy(v.variable))].map((set) => ({ ...v, set })))) {
         if (set === undefined || set.expands) continue
         const value = set.value.slice(variable.length + 1)
         // Absolute entries too: one naming a folder of the repository (`PATH=/abs/repo/bin:/usr/bin`) is one (round 28);
         // `PythonShadows.shadowing` reads only those inside cwd.
-        const named = (entries?.(value) ?? value.split(":")).filter((e) => !e.startsWith("~")).map((e) => NodePath.normalize(e === "" ? "." : e))
+        const named = entries === undefined ? searchEntries(value) : entries(value).filter((e) => !e.startsWith("~")).map((e) => NodePath.normalize(e))
         // The names a `PATH` folder may stand in for: the programs of its absolute folders too (`PATH=bin:/opt/x/bin mytool`).
         const alongside = language === "program" ? value.split(":").filter((e) => NodePath.isAbsolute(e)) : []
         const start = pythonFolder()
@@ -1186,6 +1228,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
             searched.push({ base: from(start, folder), language, ...(alongside.length === 0 ? {} : { alongside }) })
           }
         }
+      }
+    }
+    // A javac as the program or after a wrapper, from the folder it starts in (`env -C sub javac …`).
+    const javacWord = words.findIndex((w, k) => k >= at && NodePath.basename(w.value) === "javac" && (k === at || CommandRisk.runsOtherPrograms(program)))
+    if (javacWord >= 0) {
+      const classPath = searchWords("CLASSPATH", words.slice(0, javacWord)).at(-1) ?? searchPaths.get("CLASSPATH")
+      if (classPath?.expands !== true) {
+        const start = movesTo(words.slice(at, javacWord).map((w) => w.value)) ?? ""
+        const given = words.slice(javacWord + 1).map((w) => w.value)
+        for (const entry of javacClassPath(given, classPath?.value.slice("CLASSPATH=".length))) searched.push({ base: from(start, entry), language: "processor" })
       }
     }
     if (read !== undefined) {
@@ -1253,6 +1305,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const flag = shell < 0 ? -1 : words.findIndex((w, k) => k > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
     const script = flag < 0 ? undefined : words[flag + 1]
     if (script !== undefined && !script.expands && depth < 4) lineIn(script.value, false, pathAt(flag + 1))
+    // eval's words, joined, are a line its shell runs (`eval 'PATH=bin git status'` ran bin/git: round 29; read word by
+    // word below, a leading `PATH=` was cut as a setting's name).
+    if (own[0] === "eval" && own.length > 1 && depth < 4 && !words.slice(at).some((w) => w.expands)) lineIn(own.slice(1).join(" "), false, pathAt(at + 1))
     // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
     if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value, false, pathAt(words.length))
     if (runsAnother) {

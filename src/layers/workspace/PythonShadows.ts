@@ -16,6 +16,7 @@
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import type * as ToolRouter from "../../services/ToolRouter.js"
 import * as Environment from "./Environment.js"
 
 /**
@@ -69,9 +70,11 @@ export interface PythonAt {
   /**
    * What else than a Python's start folder: one a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands
    * in for Perl's own (see `perlShadowable`); a `PATH` folder (`program`), a library one (`library`); a Python's own `lib`
-   * folder (`pythonLib`: `PYTHONHOME`'s, the user site's), whose `python3.11/` is its standard library or its start-up code.
+   * folder (`pythonLib`: `PYTHONHOME`'s, the user site's), whose `python3.11/` is its standard library or its start-up code;
+   * a `PYTHONPATH` folder (`python`), checked as a start folder is, whose absolute form counts inside cwd only (round 29);
+   * a javac class path entry (`processor`: a folder, a jar, or `dir/*`'s jars), whose processors javac runs (`processors`).
    */
-  readonly language?: "perl" | "program" | "library" | "pythonLib" | undefined
+  readonly language?: "perl" | "program" | "library" | "pythonLib" | "python" | "processor" | undefined
   /** The absolute folders beside a `program` folder in its `PATH`: their programs' names are looked for too. */
   readonly alongside?: ReadonlyArray<string> | undefined
 }
@@ -122,6 +125,31 @@ const perlModules = new Set((
 /** A module name a folder's entry gives Perl: `X.pm`, `X.pmc`, a namespace folder `X/`. */
 const perlShadowable = (entry: string, isFolder: boolean): boolean => perlModules.has(isFolder ? entry : /^(.+)\.pmc?$/.exec(entry)?.[1] ?? "")
 
+/** The file of a class path entry (a folder, or a jar's member) naming the annotation processors javac loads from it. */
+const processorServices = "META-INF/services/javax.annotation.processing.Processor"
+/** Most bytes of one jar read for its member names (stored uncompressed in the zip's directory); a larger one asks. */
+const jarLimit = 16 * 1024 * 1024
+/**
+ * What of a javac class path entry (`base`, at `path`) names annotation processors javac would run: a folder's
+ * services file, a jar holding one, each jar of a `dir/*` entry (to 4,096 entries). Unread (too large) is named too.
+ */
+const processors = async (path: string, base: string): Promise<ReadonlyArray<string>> => {
+  if (NodePath.basename(base) === "*") {
+    const jars = (await NodeFs.readdir(NodePath.dirname(path)).catch(() => [])).filter((name) => /\.jar$/i.test(name))
+    if (jars.length > 4096) return [`(${base}: more than 4,096 entries, not checked)`]
+    const found: Array<string> = []
+    for (const jar of jars) found.push(...(await processors(NodePath.join(NodePath.dirname(path), jar), NodePath.join(NodePath.dirname(base), jar))))
+    return found
+  }
+  const stat = await NodeFs.stat(path).catch(() => undefined)
+  if (stat?.isDirectory() === true) {
+    return (await NodeFs.stat(NodePath.join(path, processorServices)).then(() => true, () => false)) ? [NodePath.join(base, processorServices)] : []
+  }
+  if (stat?.isFile() !== true) return []
+  if (stat.size > jarLimit) return [`(${base}: a jar over 16 MiB, not checked)`]
+  const bytes = await NodeFs.readFile(path).catch(() => undefined)
+  return bytes !== undefined && bytes.includes(processorServices) ? [`${base} (${processorServices})`] : []
+}
 /** A variable that leaves the folder off Python's path (any non-empty value). */
 export const safePath = /^PYTHONSAFEPATH=./
 
@@ -186,17 +214,37 @@ export const rememberedScope = (line: string, shadows: ReadonlyArray<string>): s
   `shell:python:${JSON.stringify({ line: line.trim(), shadows: [...shadows].sort() })}`
 
 /**
+ * What a repository's file found would stand in for, one reason each in the question (round 29: every case said
+ * "Python's (or Perl's) standard modules … PATH entry"): `unknown` for a folder the check could not read.
+ */
+export type ShadowKind = ToolRouter.ShadowKind
+const kindOf = (at: PythonAt): ShadowKind => at.language ?? "python"
+/** The files found (`shadowing`), and the kinds among them. */
+export interface Shadowed {
+  readonly files: ReadonlyArray<string>
+  readonly kinds: ReadonlyArray<ShadowKind>
+}
+/**
  * The files in each folder a line's Pythons start in that would stand in for a standard module, as
  * `<folder>/<entry>` relative to cwd, or the note why a folder is not known; empty when none (the
  * common case). A folder is read once, to 4,096 entries (past that it is named as not checked).
  */
-export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, searchPath = process.env.PATH): Promise<ReadonlyArray<string>> => {
-  const found = new Set<string>()
+export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, searchPath = process.env.PATH): Promise<Shadowed> => {
+  const files = new Set<string>()
+  const kinds = new Set<ShadowKind>()
+  // Each file found, with what it stands in for (the question names each kind: round 29).
+  const found = {
+    add: (file: string, kind: ShadowKind = kindOf(at)) => {
+      files.add(file)
+      kinds.add(kind)
+    }
+  }
+  let at: PythonAt = { base: "" }
   const folders = new Map<string, ReadonlyArray<string>>()
   const systems = new Map<string, ReadonlySet<string>>()
-  for (let at of pythons) {
+  for (at of pythons) {
     if (at.unknownFolder !== undefined) {
-      found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`)
+      found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`, "unknown")
       continue
     }
     // A search path's absolute folder (`PATH=/abs/repo/bin:/usr/bin`) counts inside cwd only, named from cwd.
@@ -206,9 +254,13 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, s
       at = { ...at, base: inside }
     }
     const folder = NodePath.resolve(cwd, at.base)
+    if (at.language === "processor") {
+      for (const file of await processors(folder, at.base)) found.add(file, file.startsWith("(") ? "unknown" : "processor")
+      continue
+    }
     const entries = await NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])
     if (entries.length > 4096) {
-      found.add(`(${at.base === "" ? "." : at.base}: more than 4,096 entries, not checked)`)
+      found.add(`(${at.base === "" ? "." : at.base}: more than 4,096 entries, not checked)`, "unknown")
       continue
     }
     for (const entry of entries) {
@@ -238,5 +290,5 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, s
       else if (shadowable(entry.name) && (await NodeFs.stat(NodePath.join(folder, entry.name, "__init__.py")).catch(() => undefined)) !== undefined) found.add(path)
     }
   }
-  return [...found]
+  return { files: [...files], kinds: [...kinds] }
 }
