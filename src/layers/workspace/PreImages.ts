@@ -18,7 +18,6 @@
  * @since 0.10.0
  */
 import { createHash } from "node:crypto"
-import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
@@ -306,25 +305,29 @@ export const make = (options: Options = {}) =>
             files: changedOutside
           })
         }
-        // Every content needed, read (and checked against its hash) before any file is touched.
-        const contents = new Map<string, Uint8Array>()
-        for (const { restore } of checked) {
-          if (restore.target !== undefined && !contents.has(restore.target.blob)) {
-            contents.set(restore.target.blob, yield* blobs.get(restore.target.blob).pipe(
-              Effect.mapError((e) => e._tag === "BlobNotFound" ? storeFailure(`the pre-image ${restore.target!.blob} is not in the blob area`)(e) : asStoreFailure(e))
-            ))
+        // Every pre-image needed is known to be there before any file is touched; each is read (and
+        // checked against its hash) only when its file is written: one file's content in memory at a time.
+        for (const blob of new Set(checked.flatMap(({ restore }) => restore.target === undefined ? [] : [restore.target.blob]))) {
+          if (!(yield* blobs.has(blob).pipe(Effect.mapError(asStoreFailure)))) {
+            return yield* Effect.fail(storeFailure(`the pre-image ${blob} is not in the blob area`)(undefined))
           }
         }
+        const umask = yield* Effect.promise(umaskOfProcess)
         const changes: Array<FileChange> = []
         for (const { current, full, restore } of checked) {
           const target = restore.target
-          const same = target === undefined ? current.kind === "absent" : current.kind === "file" && current.hash === target.blob && current.mode === target.mode
+          const mode = target === undefined ? 0 : restoredMode(target.mode, umask)
+          const same = target === undefined ? current.kind === "absent" : current.kind === "file" && current.hash === target.blob && current.mode === mode
           if (same) continue
-          const before = current.kind === "file" ? { blob: yield* put(current.bytes), mode: current.mode } : undefined
+          // What is overwritten, read now (one file at a time) and kept so that the rewind can be rewound.
+          const overwritten = current.kind === "file" ? yield* Effect.promise(() => readRegular(full)) : undefined
+          const before = overwritten === undefined || current.kind !== "file" ? undefined : { blob: yield* put(overwritten), mode: current.mode }
+          const content = target === undefined ? undefined : yield* blobs.get(target.blob).pipe(Effect.mapError(asStoreFailure))
           yield* Effect.tryPromise({
             try: async () => {
-              if (current.kind === "link" || current.kind === "special" || (current.kind === "file" && target === undefined)) await NodeFs.unlink(full)
-              if (target !== undefined) await writeRegular(full, contents.get(target.blob)!, target.mode)
+              // A file with other names (a hard link) is never written through: its name here is removed, a new file made.
+              if (current.kind !== "absent" && (current.kind !== "file" || target === undefined)) await SafeFile.removeNow(full, "file")
+              if (content !== undefined) await Effect.runPromise(SafeFile.writeFile(full, content, { singleName: true, mode }))
               else await removeEmptyFolders(root, NodePath.dirname(full))
             },
             catch: () =>
@@ -347,11 +350,11 @@ export const make = (options: Options = {}) =>
     return WorkspaceCheckpoints.of({ watch, restore })
   })
 
-/** What is at a path now. */
+/** What is at a path now; `linked`: a regular file with other names (hard links), which may be outside cwd. */
 type Current =
   | { readonly kind: "absent" }
-  | { readonly kind: "file"; readonly hash: string; readonly mode: number; readonly bytes: Uint8Array }
-  | { readonly kind: "link" | "special" | "directory" | "unsafe" }
+  | { readonly kind: "file"; readonly hash: string; readonly mode: number }
+  | { readonly kind: "link" | "linked" | "special" | "directory" | "unsafe" }
 
 /** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
 const safePath = (root: string, path: string): string | undefined => {
@@ -376,9 +379,32 @@ const currentOf = async (root: string, full: string): Promise<Current> => {
   if (info.isSymbolicLink()) return { kind: "link" }
   if (info.isDirectory()) return { kind: "directory" }
   if (!info.isFile()) return { kind: "special" }
-  const bytes = await readRegular(full)
-  if (bytes === undefined) return { kind: "special" }
-  return { kind: "file", hash: Sha256.of(bytes), mode: info.mode & 0o7777, bytes }
+  // Changed outside the agent (the agent's file tools never write through a second name): a forced
+  // rewind removes this name and writes a new file, the other names keep their content.
+  if (info.nlink > 1) return { kind: "linked" }
+  const hash = await hashRegular(full)
+  if (hash === undefined) return { kind: "special" }
+  return { kind: "file", hash, mode: info.mode & 0o7777 }
+}
+
+/**
+ * The mode a restored file gets: the permission bits of the one recorded, less what the user's umask
+ * withholds from new files. The log says the mode, and a log can come with a repository: a pre-image
+ * `6777` made a file setuid, setgid and world-writable. Special bits are never restored (a setuid
+ * program the user owns runs as them for anyone); group or other write only when the umask gives it
+ * to new files (`002`: a recorded `664` is kept) — what a fresh checkout of the file would get.
+ */
+const restoredMode = (recorded: number, umask: number) => recorded & 0o777 & ~umask
+
+/**
+ * This process's umask, from `/proc/self/status` (Linux 4.7+): `process.umask()` reads it by setting
+ * it to 0 and back, and a file another thread creates in between would get every permission.
+ * Elsewhere, `022`.
+ */
+const umaskOfProcess = async (): Promise<number> => {
+  const status = await NodeFs.readFile("/proc/self/status", "utf8").catch(() => "")
+  const found = /^Umask:\s*([0-7]+)$/m.exec(status)
+  return found === null ? 0o022 : Number.parseInt(found[1]!, 8)
 }
 
 /**
@@ -387,20 +413,7 @@ const currentOf = async (root: string, full: string): Promise<Current> => {
  */
 const removeEmptyFolders = async (root: string, dir: string) => {
   for (let at = dir; at !== root && at.startsWith(`${root}${NodePath.sep}`); at = NodePath.dirname(at)) {
-    if (!(await NodeFs.rmdir(at).then(() => true, () => false))) return
-  }
-}
-
-/** Writes a regular file through `SafeFile` (folders made inside checked handles, no link followed), then sets its mode through a handle. */
-const writeRegular = async (full: string, bytes: Uint8Array, mode: number) => {
-  await Effect.runPromise(SafeFile.writeFile(full, bytes))
-  // Non-blocking: a FIFO swapped in after the write would block a plain open for ever.
-  const handle = await NodeFs.open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-  try {
-    // Only the regular file just written: never a mode on a device or FIFO put there since.
-    if ((await handle.stat()).isFile()) await handle.chmod(mode)
-  } finally {
-    await handle.close()
+    if (!(await SafeFile.removeNow(at, "folder").then(() => true, () => false))) return
   }
 }
 
