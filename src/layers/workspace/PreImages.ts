@@ -219,6 +219,43 @@ export const make = (options: Options = {}) =>
         return { changes, ...(incomplete === undefined ? {} : { incomplete }) }
       })
 
+    // Who else writes in a cwd while a command's snapshot runs, in this process: sibling subagents
+    // share the session's cwd. Their file tools' writes are theirs (recorded in their own session),
+    // not the command's; another command's cannot be told apart from this one's, so it is said.
+    const writers = new Map<string, { readonly commands: Set<CommandWatch>; readonly files: Map<string, number> }>()
+    const writersOf = (root: string) => {
+      let found = writers.get(root)
+      if (found === undefined) writers.set(root, found = { commands: new Set(), files: new Map() })
+      return found
+    }
+    const forget = (root: string) => {
+      const found = writers.get(root)
+      if (found !== undefined && found.commands.size === 0 && found.files.size === 0) writers.delete(root)
+    }
+    /** A file tool writes `path` in `root` until the effect it returns runs. */
+    const fileWriting = (root: string, path: string) => {
+      const { commands, files } = writersOf(root)
+      files.set(path, (files.get(path) ?? 0) + 1)
+      for (const command of commands) command.byFileTools.add(path)
+      return Effect.sync(() => {
+        const left = (files.get(path) ?? 1) - 1
+        if (left === 0) files.delete(path)
+        else files.set(path, left)
+        forget(root)
+      })
+    }
+    /** A command's snapshot runs in `root`: what else writes there meanwhile is noted on it until the effect it returns runs. */
+    const commandRunning = (root: string) => {
+      const { commands, files } = writersOf(root)
+      const watch: CommandWatch = { byFileTools: new Set(files.keys()), withOtherCommands: commands.size > 0 }
+      for (const other of commands) other.withOtherCommands = true
+      commands.add(watch)
+      return { watch, done: Effect.sync(() => {
+        commands.delete(watch)
+        forget(root)
+      }) }
+    }
+
     /** One file a file tool writes: its content before, then what changed. */
     const watchFile = (call: PreparedCall, cwd: string) =>
       Effect.gen(function*() {
@@ -238,16 +275,22 @@ export const make = (options: Options = {}) =>
             }
             return { files, incomplete: undefined }
           })
-        const before = yield* one(true)
-        return Effect.flatMap(one(false), (after) => compare(before, after, root))
+        const done = fileWriting(root, path)
+        const before = yield* one(true).pipe(Effect.onError(() => done))
+        return Effect.flatMap(one(false), (after) => compare(before, after, root)).pipe(Effect.ensuring(done))
       })
 
     /** A shell command that can write: cwd before, then what changed. */
     const watchTree = (cwd: string) =>
       Effect.gen(function*() {
         const root = yield* Paths.realCwd(cwd)
-        const before = yield* Effect.promise(() => scan(root, caps, true))
-        return Effect.flatMap(Effect.promise(() => scan(root, caps, false)), (after) => compare(before, after, root))
+        const { done, watch } = commandRunning(root)
+        const before = yield* Effect.promise(() => scan(root, caps, true)).pipe(Effect.onError(() => done))
+        return Effect.promise(() => scan(root, caps, false)).pipe(
+          Effect.ensuring(done),
+          Effect.flatMap((after) => compare(before, after, root)),
+          Effect.map((capture) => creditedToCommand(capture, watch))
+        )
       })
 
     const watch = (call: PreparedCall, cwd: string): Effect.Effect<Effect.Effect<Capture> | undefined> => {
@@ -349,6 +392,31 @@ export const make = (options: Options = {}) =>
 
     return WorkspaceCheckpoints.of({ watch, restore })
   })
+
+/** What else wrote in a command's cwd while its snapshot ran (in this process). */
+interface CommandWatch {
+  /** The files file tools (a sibling subagent's) wrote meanwhile. */
+  readonly byFileTools: Set<string>
+  /** Whether another command's snapshot ran at the same time. */
+  withOtherCommands: boolean
+}
+
+/**
+ * A command's capture without the files a file tool wrote while it ran (they are that call's
+ * change, in its own session: a rewind of the command must not undo them), saying so, and saying
+ * when another command ran in the same folder meanwhile (its changes cannot be told from this one's).
+ */
+const creditedToCommand = (capture: Capture, watch: CommandWatch): Capture => {
+  const others = capture.changes.filter((change) => watch.byFileTools.has(change.path)).map((change) => change.path)
+  const why = others.length > 0
+    ? `another call wrote ${others.slice(0, 3).join(", ")}${others.length > 3 ? ` and ${others.length - 3} more` : ""} while this command ran: ` +
+      "recorded as that call's change, not this command's"
+    : watch.withOtherCommands
+    ? "another command ran in this working directory at the same time: its changes may be recorded here as this command's"
+    : undefined
+  if (why === undefined) return capture
+  return { changes: capture.changes.filter((change) => !watch.byFileTools.has(change.path)), incomplete: capture.incomplete ?? why }
+}
 
 /** What is at a path now; `linked`: a regular file with other names (hard links), which may be outside cwd. */
 type Current =
