@@ -117,7 +117,8 @@ describe("PreImages: a restore's memory", () => {
       const done = yield* checkpoints.restore({ cwd, files, force: false })
       expect(done.changes).toHaveLength(n)
       expect(held).toHaveLength(n)
-      // The pre-image just read and the file it replaces, with room to spare; all at once was 2n of them.
-      expect(Math.max(...held)).toBeLessThan(3 * size)
+      // A few files' worth whatever n (the pre-image just read, its copies, the file it replaces): all
+      // at once was 2n - 1 of them (120 MiB here, 15 files).
+      expect(Math.max(...held)).toBeLessThan(5 * size)
     }).pipe(Effect.scoped, Effect.provide(MemoryBlobStore.layer)), 120_000)
 })

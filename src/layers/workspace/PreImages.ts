@@ -13,7 +13,13 @@
  * A restore writes only inside cwd: every path is relative, without `..`, with no link on the way
  * (a link in place of a folder is refused, `unsafe_path`); a file is written through a handle opened
  * without following links (`SafeFile`), so a link planted in place of a file is never written
- * through — it is a change made outside the agent, refused unless forced, then removed and replaced.
+ * through — it is a change made outside the agent, refused unless forced, then removed and replaced;
+ * so is a file with a second name (a hard link, maybe outside cwd). Modes lose special bits and what
+ * the umask withholds. One file's content is held at a time: current files are hashed as read, each
+ * pre-image read when its file is written.
+ *
+ * A command's snapshot sees everyone's writes: a file tool's write in this process meanwhile (a
+ * sibling subagent's) is left to that call's record; anyone else's (an editor) is credited to the command.
  *
  * @since 0.10.0
  */
@@ -171,7 +177,9 @@ const scan = async (root: string, caps: Required<Options>, keep: boolean): Promi
   return result
 }
 
-const storeFailure = (detail: string) => (cause: unknown) => new EventStoreFailure({ reason: "unknown", operation: "read", detail, cause })
+/** A pre-image the plan names that the blob area does not hold. */
+const notKept = (blob: string, cause?: unknown) =>
+  new EventStoreFailure({ reason: "unknown", operation: "read", detail: `the pre-image ${blob} is not in the blob area`, cause })
 
 /** Builds the checkpoints; needs the store's blob area. */
 export const make = (options: Options = {}) =>
@@ -351,9 +359,7 @@ export const make = (options: Options = {}) =>
         // Every pre-image needed is known to be there before any file is touched; each is read (and
         // checked against its hash) only when its file is written: one file's content in memory at a time.
         for (const blob of new Set(checked.flatMap(({ restore }) => restore.target === undefined ? [] : [restore.target.blob]))) {
-          if (!(yield* blobs.has(blob).pipe(Effect.mapError(asStoreFailure)))) {
-            return yield* Effect.fail(storeFailure(`the pre-image ${blob} is not in the blob area`)(undefined))
-          }
+          if (!(yield* blobs.has(blob).pipe(Effect.mapError(asStoreFailure)))) return yield* Effect.fail(notKept(blob))
         }
         const umask = yield* Effect.promise(umaskOfProcess)
         const changes: Array<FileChange> = []
@@ -365,7 +371,9 @@ export const make = (options: Options = {}) =>
           // What is overwritten, read now (one file at a time) and kept so that the rewind can be rewound.
           const overwritten = current.kind === "file" ? yield* Effect.promise(() => readRegular(full)) : undefined
           const before = overwritten === undefined || current.kind !== "file" ? undefined : { blob: yield* put(overwritten), mode: current.mode }
-          const content = target === undefined ? undefined : yield* blobs.get(target.blob).pipe(Effect.mapError(asStoreFailure))
+          const content = target === undefined ? undefined : yield* blobs.get(target.blob).pipe(
+            Effect.mapError((e) => e._tag === "BlobNotFound" ? notKept(target.blob, e) : asStoreFailure(e))
+          )
           yield* Effect.tryPromise({
             try: async () => {
               // A file with other names (a hard link) is never written through: its name here is removed, a new file made.
