@@ -13,12 +13,17 @@
  * A restore writes only inside cwd: every path is relative, without `..`, with no link on the way
  * (a link in place of a folder is refused, `unsafe_path`); a file is written through a handle opened
  * without following links (`SafeFile`), so a link planted in place of a file is never written
- * through — it is a change made outside the agent, refused unless forced, then removed and replaced.
+ * through — it is a change made outside the agent, refused unless forced, then removed and replaced;
+ * so is a file with a second name (a hard link, maybe outside cwd). Modes lose special bits and what
+ * the umask withholds. One file's content is held at a time: current files are hashed as read, each
+ * pre-image read when its file is written.
+ *
+ * A command's snapshot sees everyone's writes: a file tool's write in this process meanwhile (a
+ * sibling subagent's) is left to that call's record; anyone else's (an editor) is credited to the command.
  *
  * @since 0.10.0
  */
 import { createHash } from "node:crypto"
-import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
@@ -173,7 +178,9 @@ const scan = async (root: string, caps: Required<Options>, keep: boolean): Promi
   return result
 }
 
-const storeFailure = (detail: string) => (cause: unknown) => new EventStoreFailure({ reason: "unknown", operation: "read", detail, cause })
+/** A pre-image the plan names that the blob area does not hold. */
+const notKept = (blob: string, cause?: unknown) =>
+  new EventStoreFailure({ reason: "unknown", operation: "read", detail: `the pre-image ${blob} is not in the blob area`, cause })
 
 /** Builds the checkpoints; needs the store's blob area. */
 export const make = (options: Options = {}) =>
@@ -221,6 +228,43 @@ export const make = (options: Options = {}) =>
         return { changes, ...(incomplete === undefined ? {} : { incomplete }) }
       })
 
+    // Who else writes in a cwd while a command's snapshot runs, in this process: sibling subagents
+    // share the session's cwd. Their file tools' writes are theirs (recorded in their own session),
+    // not the command's; another command's cannot be told apart from this one's, so it is said.
+    const writers = new Map<string, { readonly commands: Set<CommandWatch>; readonly files: Map<string, number> }>()
+    const writersOf = (root: string) => {
+      let found = writers.get(root)
+      if (found === undefined) writers.set(root, found = { commands: new Set(), files: new Map() })
+      return found
+    }
+    const forget = (root: string) => {
+      const found = writers.get(root)
+      if (found !== undefined && found.commands.size === 0 && found.files.size === 0) writers.delete(root)
+    }
+    /** A file tool writes `path` in `root` until the effect it returns runs. */
+    const fileWriting = (root: string, path: string) => {
+      const { commands, files } = writersOf(root)
+      files.set(path, (files.get(path) ?? 0) + 1)
+      for (const command of commands) command.byFileTools.add(path)
+      return Effect.sync(() => {
+        const left = (files.get(path) ?? 1) - 1
+        if (left === 0) files.delete(path)
+        else files.set(path, left)
+        forget(root)
+      })
+    }
+    /** A command's snapshot runs in `root`: what else writes there meanwhile is noted on it until the effect it returns runs. */
+    const commandRunning = (root: string) => {
+      const { commands, files } = writersOf(root)
+      const watch: CommandWatch = { byFileTools: new Set(files.keys()), withOtherCommands: commands.size > 0 }
+      for (const other of commands) other.withOtherCommands = true
+      commands.add(watch)
+      return { watch, done: Effect.sync(() => {
+        commands.delete(watch)
+        forget(root)
+      }) }
+    }
+
     /** One file a file tool writes: its content before, then what changed. */
     const watchFile = (call: PreparedCall, cwd: string) =>
       Effect.gen(function*() {
@@ -240,16 +284,22 @@ export const make = (options: Options = {}) =>
             }
             return { files, incomplete: undefined }
           })
-        const before = yield* one(true)
-        return Effect.flatMap(one(false), (after) => compare(before, after, root))
+        const done = fileWriting(root, path)
+        const before = yield* one(true).pipe(Effect.onError(() => done))
+        return Effect.flatMap(one(false), (after) => compare(before, after, root)).pipe(Effect.ensuring(done))
       })
 
     /** A shell command that can write: cwd before, then what changed. */
     const watchTree = (cwd: string) =>
       Effect.gen(function*() {
         const root = yield* Paths.realCwd(cwd)
-        const before = yield* Effect.promise(() => scan(root, caps, true))
-        return Effect.flatMap(Effect.promise(() => scan(root, caps, false)), (after) => compare(before, after, root))
+        const { done, watch } = commandRunning(root)
+        const before = yield* Effect.promise(() => scan(root, caps, true)).pipe(Effect.onError(() => done))
+        return Effect.promise(() => scan(root, caps, false)).pipe(
+          Effect.ensuring(done),
+          Effect.flatMap((after) => compare(before, after, root)),
+          Effect.map((capture) => creditedToCommand(capture, watch))
+        )
       })
 
     const watch = (call: PreparedCall, cwd: string): Effect.Effect<Effect.Effect<Capture> | undefined> => {
@@ -307,22 +357,24 @@ export const make = (options: Options = {}) =>
             files: changedOutside
           })
         }
-        // Every content needed, read (and checked against its hash) before any file is touched.
-        const contents = new Map<string, Uint8Array>()
-        for (const { restore } of checked) {
-          if (restore.target !== undefined && !contents.has(restore.target.blob)) {
-            contents.set(restore.target.blob, yield* blobs.get(restore.target.blob).pipe(
-              Effect.mapError((e) => e._tag === "BlobNotFound" ? storeFailure(`the pre-image ${restore.target!.blob} is not in the blob area`)(e) : asStoreFailure(e))
-            ))
-          }
+        // Every pre-image needed is known to be there before any file is touched; each is read (and
+        // checked against its hash) only when its file is written: one file's content in memory at a time.
+        for (const blob of new Set(checked.flatMap(({ restore }) => restore.target === undefined ? [] : [restore.target.blob]))) {
+          if (!(yield* blobs.has(blob).pipe(Effect.mapError(asStoreFailure)))) return yield* Effect.fail(notKept(blob))
         }
         // A package.json whose git hook runners' keys the rewind would change (`PackageHooks`): the
-        // file tools ask before such a write, so a rewind never makes it.
+        // file tools ask before such a write, so a rewind never makes it. Both contents are read here,
+        // for package.json files only (small), before any file is touched.
         const text = (bytes: Uint8Array | undefined) => bytes === undefined ? undefined : new TextDecoder().decode(bytes)
-        const hooked = checked.filter(({ current, restore }) =>
-          PackageHooks.isPackageJson(restore.path) &&
-          PackageHooks.changedKeys(text(current.kind === "file" ? current.bytes : undefined), text(restore.target === undefined ? undefined : contents.get(restore.target.blob))).length > 0
-        ).map(({ restore }) => restore.path)
+        const hooked: Array<string> = []
+        for (const { current, full, restore } of checked) {
+          if (!PackageHooks.isPackageJson(restore.path)) continue
+          const now = current.kind === "file" ? yield* Effect.promise(() => readRegular(full)) : undefined
+          const then = restore.target === undefined ? undefined : yield* blobs.get(restore.target.blob).pipe(
+            Effect.mapError((e) => e._tag === "BlobNotFound" ? notKept(restore.target!.blob, e) : asStoreFailure(e))
+          )
+          if (PackageHooks.changedKeys(text(now), text(then)).length > 0) hooked.push(restore.path)
+        }
         if (hooked.length > 0) {
           return yield* new RewindRefused({
             reason: "unsafe_path",
@@ -331,16 +383,24 @@ export const make = (options: Options = {}) =>
             files: hooked
           })
         }
+        const umask = yield* Effect.promise(umaskOfProcess)
         const changes: Array<FileChange> = []
         for (const { current, full, restore } of checked) {
           const target = restore.target
-          const same = target === undefined ? current.kind === "absent" : current.kind === "file" && current.hash === target.blob && current.mode === target.mode
+          const mode = target === undefined ? 0 : restoredMode(target.mode, umask)
+          const same = target === undefined ? current.kind === "absent" : current.kind === "file" && current.hash === target.blob && current.mode === mode
           if (same) continue
-          const before = current.kind === "file" ? { blob: yield* put(current.bytes), mode: current.mode } : undefined
+          // What is overwritten, read now (one file at a time) and kept so that the rewind can be rewound.
+          const overwritten = current.kind === "file" ? yield* Effect.promise(() => readRegular(full)) : undefined
+          const before = overwritten === undefined || current.kind !== "file" ? undefined : { blob: yield* put(overwritten), mode: current.mode }
+          const content = target === undefined ? undefined : yield* blobs.get(target.blob).pipe(
+            Effect.mapError((e) => e._tag === "BlobNotFound" ? notKept(target.blob, e) : asStoreFailure(e))
+          )
           yield* Effect.tryPromise({
             try: async () => {
-              if (current.kind === "link" || current.kind === "special" || (current.kind === "file" && target === undefined)) await NodeFs.unlink(full)
-              if (target !== undefined) await writeRegular(full, contents.get(target.blob)!, target.mode)
+              // A file with other names (a hard link) is never written through: its name here is removed, a new file made.
+              if (current.kind !== "absent" && (current.kind !== "file" || target === undefined)) await SafeFile.removeNow(full, "file")
+              if (content !== undefined) await Effect.runPromise(SafeFile.writeFile(full, content, { singleName: true, mode }))
               else await removeEmptyFolders(root, NodePath.dirname(full))
             },
             catch: () =>
@@ -363,11 +423,36 @@ export const make = (options: Options = {}) =>
     return WorkspaceCheckpoints.of({ watch, restore })
   })
 
-/** What is at a path now. */
+/** What else wrote in a command's cwd while its snapshot ran (in this process). */
+interface CommandWatch {
+  /** The files file tools (a sibling subagent's) wrote meanwhile. */
+  readonly byFileTools: Set<string>
+  /** Whether another command's snapshot ran at the same time. */
+  withOtherCommands: boolean
+}
+
+/**
+ * A command's capture without the files a file tool wrote while it ran (they are that call's
+ * change, in its own session: a rewind of the command must not undo them), saying so, and saying
+ * when another command ran in the same folder meanwhile (its changes cannot be told from this one's).
+ */
+const creditedToCommand = (capture: Capture, watch: CommandWatch): Capture => {
+  const others = capture.changes.filter((change) => watch.byFileTools.has(change.path)).map((change) => change.path)
+  const why = others.length > 0
+    ? `another call wrote ${others.slice(0, 3).join(", ")}${others.length > 3 ? ` and ${others.length - 3} more` : ""} while this command ran: ` +
+      "recorded as that call's change, not this command's"
+    : watch.withOtherCommands
+    ? "another command ran in this working directory at the same time: its changes may be recorded here as this command's"
+    : undefined
+  if (why === undefined) return capture
+  return { changes: capture.changes.filter((change) => !watch.byFileTools.has(change.path)), incomplete: capture.incomplete ?? why }
+}
+
+/** What is at a path now; `linked`: a regular file with other names (hard links), which may be outside cwd. */
 type Current =
   | { readonly kind: "absent" }
-  | { readonly kind: "file"; readonly hash: string; readonly mode: number; readonly bytes: Uint8Array }
-  | { readonly kind: "link" | "special" | "directory" | "unsafe" }
+  | { readonly kind: "file"; readonly hash: string; readonly mode: number }
+  | { readonly kind: "link" | "linked" | "special" | "directory" | "unsafe" }
 
 /** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
 const safePath = (root: string, path: string): string | undefined => {
@@ -392,9 +477,32 @@ const currentOf = async (root: string, full: string): Promise<Current> => {
   if (info.isSymbolicLink()) return { kind: "link" }
   if (info.isDirectory()) return { kind: "directory" }
   if (!info.isFile()) return { kind: "special" }
-  const bytes = await readRegular(full)
-  if (bytes === undefined) return { kind: "special" }
-  return { kind: "file", hash: Sha256.of(bytes), mode: info.mode & 0o7777, bytes }
+  // Changed outside the agent (the agent's file tools never write through a second name): a forced
+  // rewind removes this name and writes a new file, the other names keep their content.
+  if (info.nlink > 1) return { kind: "linked" }
+  const hash = await hashRegular(full)
+  if (hash === undefined) return { kind: "special" }
+  return { kind: "file", hash, mode: info.mode & 0o7777 }
+}
+
+/**
+ * The mode a restored file gets: the permission bits of the one recorded, less what the user's umask
+ * withholds from new files. The log says the mode, and a log can come with a repository: a pre-image
+ * `6777` made a file setuid, setgid and world-writable. Special bits are never restored (a setuid
+ * program the user owns runs as them for anyone); group or other write only when the umask gives it
+ * to new files (`002`: a recorded `664` is kept) — what a fresh checkout of the file would get.
+ */
+const restoredMode = (recorded: number, umask: number) => recorded & 0o777 & ~umask
+
+/**
+ * This process's umask, from `/proc/self/status` (Linux 4.7+): `process.umask()` reads it by setting
+ * it to 0 and back, and a file another thread creates in between would get every permission.
+ * Elsewhere, `022`.
+ */
+const umaskOfProcess = async (): Promise<number> => {
+  const status = await NodeFs.readFile("/proc/self/status", "utf8").catch(() => "")
+  const found = /^Umask:\s*([0-7]+)$/m.exec(status)
+  return found === null ? 0o022 : Number.parseInt(found[1]!, 8)
 }
 
 /**
@@ -403,20 +511,7 @@ const currentOf = async (root: string, full: string): Promise<Current> => {
  */
 const removeEmptyFolders = async (root: string, dir: string) => {
   for (let at = dir; at !== root && at.startsWith(`${root}${NodePath.sep}`); at = NodePath.dirname(at)) {
-    if (!(await NodeFs.rmdir(at).then(() => true, () => false))) return
-  }
-}
-
-/** Writes a regular file through `SafeFile` (folders made inside checked handles, no link followed), then sets its mode through a handle. */
-const writeRegular = async (full: string, bytes: Uint8Array, mode: number) => {
-  await Effect.runPromise(SafeFile.writeFile(full, bytes))
-  // Non-blocking: a FIFO swapped in after the write would block a plain open for ever.
-  const handle = await NodeFs.open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-  try {
-    // Only the regular file just written: never a mode on a device or FIFO put there since.
-    if ((await handle.stat()).isFile()) await handle.chmod(mode)
-  } finally {
-    await handle.close()
+    if (!(await SafeFile.removeNow(at, "folder").then(() => true, () => false))) return
   }
 }
 

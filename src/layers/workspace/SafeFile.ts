@@ -465,12 +465,31 @@ const overwrite = async (handle: FileHandle, data: Uint8Array, signal: AbortSign
 
 /**
  * Writes `data` as the whole content of the file at the real path `expected`, making missing
- * folders. `singleName`: refuse (`path_changed`) a file that has other names (hard links).
+ * folders. `singleName`: refuse (`path_changed`) a file that has other names (hard links). `mode`:
+ * then set through the same handle (never by name, which a link could have taken since).
  */
-export const writeFile = (expected: string, data: Uint8Array, options: { readonly singleName?: boolean } = {}): Effect.Effect<void, FileError> =>
+export const writeFile = (expected: string, data: Uint8Array, options: { readonly singleName?: boolean; readonly mode?: number } = {}): Effect.Effect<void, FileError> =>
   run((signal) =>
-    withFile(expected, constants.O_WRONLY | constants.O_CREAT, { createFolders: true, ...options }, (handle) => overwrite(handle, data, signal))
+    withFile(expected, constants.O_WRONLY | constants.O_CREAT, { createFolders: true, ...options }, async (handle) => {
+      await overwrite(handle, data, signal)
+      if (options.mode !== undefined) await handle.chmod(options.mode)
+    })
   )
+
+/**
+ * Removes the file or link (`unlink`) or the empty folder (`rmdir`) at the real path `expected`, by
+ * its name inside its folder opened and checked as a write's is: a folder on the way swapped for a
+ * link since it was checked is never followed (`path_changed`), so nothing outside is removed.
+ */
+export const removeNow = async (expected: string, kind: "file" | "folder"): Promise<void> => {
+  const folder = await openFolder(NodePath.dirname(expected))
+  try {
+    const at = inside(folder, NodePath.basename(expected))
+    await (kind === "file" ? NodeFs.unlink(at) : NodeFs.rmdir(at))
+  } finally {
+    await closeQuietly(folder.handle)
+  }
+}
 
 /**
  * Reads the file at the real path `expected` and, when `change` returns new content, writes it back
