@@ -29,7 +29,7 @@ export interface Spent {
   readonly budget: Task.Budget | undefined
   /** Its model responses' usage (`model.usage`), as `turn.completed.usage` counts it. */
   readonly usage: AgentEvent.Usage | undefined
-  /** Its compactions' summaries' usage (`session.compacted` inside the turn): spent, counted against its budget. */
+  /** Its compactions' summaries' usage (`session.compacted`, and `compaction.failed` after its request returned, inside the turn): spent, counted against its budget. */
   readonly compacted: AgentEvent.Usage | undefined
   /** Its subagents, in the order they started (`subagent.started`). */
   readonly children: ReadonlyArray<ChildSpend>
@@ -62,6 +62,8 @@ class Fold {
         this.usage = addUsage(this.usage, event.payload.usage)
         break
       case "session.compacted":
+      case "compaction.failed":
+        // A failed compaction whose summary request returned spent it too (absent otherwise).
         this.compacted = addUsage(this.compacted, event.payload.usage)
         break
       case "subagent.started":
