@@ -1,6 +1,6 @@
 /**
- * `effect-agent fork <sessionId> [--at <sequence>]`: forks a session at the end of a closed turn
- * (default the last one) and prints the new session's id; continue it with `run --session <id>`.
+ * `effect-agent fork <sessionId> [--at <sequence>]`: forks a session at a closed point (default the
+ * session as it is now, but a turn or compaction still open) and prints the new session's id; continue it with `run --session <id>`.
  *
  * @since 0.3.0
  */

@@ -82,7 +82,7 @@ export interface PromiseSessionEngine {
   readonly renameSession: (input: SessionEngine.RenameSessionInput) => Promise<{ readonly title: string }>
   /** Compacts the session's context now; see `SessionEngine.compactSession`. `signal` aborts it (`compaction.failed {cancelled}`). */
   readonly compactSession: (input: SessionEngine.CompactSessionInput & { readonly signal?: AbortSignal }) => Promise<SessionEngine.CompactionResult>
-  /** Forks a session at the end of a closed turn (default: the last one); resolves with the new session. */
+  /** Forks a session at a closed point (default: the session as it is now, but a turn or compaction still open); resolves with the new session. */
   readonly forkSession: (input: SessionEngine.ForkSessionInput) => Promise<Session>
   /** Rewinds the session and the files the agent changed to a point between turns; see `SessionEngine.rewindSession`. Rejects `RewindRefused` naming files changed outside the agent unless `force`. */
   readonly rewindSession: (input: SessionEngine.RewindSessionInput) => Promise<SessionEngine.SessionRewound>

@@ -77,7 +77,7 @@ export const statement = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent
 }
 
 /**
- * The totals folded from the stored `turn.completed` and `session.compacted` events themselves: what fills the table when
+ * The totals folded from the stored `turn.completed`, `session.compacted` and `compaction.failed` events themselves: what fills the table when
  * the migration that adds it runs on a database with sessions, and what a read-only listing of a
  * database not yet migrated answers with. A row that cannot be decoded adds nothing here.
  */
@@ -87,7 +87,7 @@ export const fromEvents = (
 ): Effect.Effect<ReadonlyArray<UsageRow>, SqlError> =>
   Effect.map(
     sql<{ readonly session_id: string; readonly sequence: number; readonly format_version: number; readonly body: string }>`
-      SELECT session_id, sequence, format_version, body FROM events WHERE type IN ('turn.completed', 'session.compacted') ORDER BY session_id, sequence`,
+      SELECT session_id, sequence, format_version, body FROM events WHERE type IN ('turn.completed', 'session.compacted', 'compaction.failed') ORDER BY session_id, sequence`,
     (rows) => {
       const totals = new Map<string, UsageRow>()
       for (const row of rows) {
