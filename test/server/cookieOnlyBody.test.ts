@@ -10,19 +10,15 @@
  * - The sign-in form's 4 KiB limit was chosen by the raw URL (`/login`), while the router also sends
  *   `/LOGIN`, `/login/`, `//login` and `/%6Cogin` to the form's handler: there a stranger's body was
  *   read up to the general 1 MiB. The handler now bounds its own body.
- * - The one-time sign-in URL's answer (`location: /#key=…`) put the page's key in the platform's
- *   server span; `location` is now a secret header name, as `x-effect-agent-key` is.
- * - The viewer's pages now send `Cross-Origin-Opener-Policy: same-origin`: a page that opened the
- *   viewer keeps no handle to its window.
+ * (The one-time sign-in URL's answer in the server's spans, and the pages' opener policy: in
+ * traceRedaction.test.ts.)
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Tracer from "effect/Tracer"
 import { connect } from "node:net"
-import { Security, Server, ServerConfig } from "../../src/server.js"
-import { embedderEngine, startIn, workspace } from "./harness.js"
+import { Security } from "../../src/server.js"
+import { startIn } from "./harness.js"
 import { cookiePair, send } from "./requests.js"
 
 /**
@@ -82,37 +78,6 @@ describe("what the server reads and says before a request has shown it may (revi
           send(port, path, { method: "POST", headers: { origin: url, "content-type": "application/json" }, body })
         )
         expect([413, 404], `POST ${path} → ${answer.status} ${answer.text.slice(0, 80)}`).toContain(answer.status)
-      }
-    }), 60_000)
-
-  it.scopedLive("the one-time sign-in URL's answer leaves the page's key out of the server's spans; pages send a cross-origin opener policy", () =>
-    Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const token = "trace-token-0123456789"
-      const config = ServerConfig.make({ token, defaultCwd: cwd })
-      const native = yield* Effect.tracer
-      const spans: Array<Tracer.Span> = []
-      const tracer = Tracer.make({
-        span: (...args) => {
-          const span = native.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: (f) => f()
-      })
-      const context = yield* Layer.build(Server.serve(config, { port: 0 }).pipe(Layer.provide(embedderEngine(dataDir, { responses: [] })), Layer.provide(Layer.setTracer(tracer))))
-      const port = Number(new URL(yield* Effect.provide(Server.url, context)).port)
-      const key = Redacted.value(Security.pageKey(Redacted.make(token), String(port)))
-      const answer = yield* Effect.promise(() => send(port, `/login?code=${config.loginCodes.issue()}`))
-      expect(answer.status).toBe(303)
-      expect(answer.headers["location"]).toBe(`/#key=${key}`)
-      const server = spans.filter((span) => span.kind === "server")
-      expect(server.length).toBeGreaterThanOrEqual(1)
-      for (const span of server) {
-        for (const [name, value] of span.attributes) expect(String(value), `${span.name} ${name}`).not.toContain(key)
-      }
-      for (const path of ["/login", "/"]) {
-        expect((yield* Effect.promise(() => send(port, path))).headers["cross-origin-opener-policy"], path).toBe("same-origin")
       }
     }), 60_000)
 })

@@ -65,4 +65,27 @@ describe("the page's key in the server's traces", () => {
         }
       }
     }))
+
+  it.scopedLive("the one-time sign-in URL's answer (`location: /#key=…`) leaves the page's key out of the server's spans; pages send a cross-origin opener policy (review 54)", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const token = "trace-token-0123456789"
+      const config = ServerConfig.make({ token, defaultCwd: cwd })
+      const { spans, tracer } = yield* keeping
+      const context = yield* Layer.build(Server.serve(config, { port: 0 }).pipe(Layer.provide(embedderEngine(dataDir, { responses: [] })), Layer.provide(Layer.setTracer(tracer))))
+      const port = Number(new URL(yield* Effect.provide(Server.url, context)).port)
+      const key = Redacted.value(Security.pageKey(Redacted.make(token), String(port)))
+      const answer = yield* Effect.promise(() => send(port, `/login?code=${config.loginCodes.issue()}`))
+      expect(answer.status).toBe(303)
+      expect(answer.headers["location"]).toBe(`/#key=${key}`)
+      const server = spans.filter((span) => span.kind === "server")
+      expect(server.length).toBeGreaterThanOrEqual(1)
+      for (const span of server) {
+        for (const [name, value] of span.attributes) expect(String(value), `${span.name} ${name}`).not.toContain(key)
+      }
+      // A page that opened the viewer (`window.open`) keeps no handle to its window.
+      for (const path of ["/login", "/"]) {
+        expect((yield* Effect.promise(() => send(port, path))).headers["cross-origin-opener-policy"], path).toBe("same-origin")
+      }
+    }))
 })
