@@ -84,7 +84,7 @@ const turnOrSessionEvent = <const T extends string, P extends Schema.Struct.Fiel
 export const SessionCreated = sessionEvent("session.created", {
   cwd: Schema.String,
   client: Client,
-  /** Present in a fork: the session and sequence (the end of a closed turn) it was copied from. */
+  /** Present in a fork: the session and sequence (a closed point: the end of a turn, or a session-level event between turns) it was copied from. */
   forkedFrom: Schema.optional(Schema.Struct({ sessionId: Schema.String, sequence: Schema.Int.pipe(Schema.positive()) })),
   /** Present in a subagent's session: the session and the `task` call that started it, and how deep it is (1 for a child of a top session). */
   parent: Schema.optional(Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Int.pipe(Schema.positive()) }))

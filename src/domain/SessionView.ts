@@ -124,7 +124,11 @@ export interface View {
   compacting: string | undefined
   /** The session's title (see `Session.SessionSummary.title`); `undefined` before the first message. */
   title: string | undefined
-  /** The session's totals over its turns' usage and cost (`turn.completed`); `undefined` before any turn reported usage. */
+  /**
+   * The session's totals over its turns' and its compactions' summary requests' usage and cost
+   * (`turn.completed`, `session.compacted`, `compaction.failed`: what `Session.usageChange` counts for
+   * the listing beside the page); `undefined` before any reported usage.
+   */
   totals: ViewTotals | undefined
   /** The session's rewinds, `[sequence, toSequence]`, oldest first (see `Transcript.onBranch`). */
   readonly rewinds: Array<readonly [number, number]>
@@ -175,6 +179,20 @@ const forTurns = (view: View, range: Branches.Range, f: (turn: ViewTurn) => void
 }
 
 /** Adds an item to the open turn, if any. */
+/** Adds what one event spent (a turn's, a compaction summary's) to the session's totals. */
+const addToTotals = (view: View, spent: { readonly usage?: Usage | undefined; readonly cost?: number | null | undefined; readonly costUnknown?: string | undefined }) => {
+  const { cost, costUnknown, usage } = spent
+  if (usage === undefined) return
+  const totals = view.totals ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0, costUnknown: [] }
+  totals.inputTokens = addCounts(totals.inputTokens, usage.inputTokens)
+  totals.outputTokens = addCounts(totals.outputTokens, usage.outputTokens)
+  totals.cacheReadTokens = addCounts(totals.cacheReadTokens, usage.cacheReadTokens ?? 0)
+  totals.cacheWriteTokens = addCounts(totals.cacheWriteTokens, usage.cacheWriteTokens ?? 0)
+  // To a millionth of a dollar, as every summary keeps it: no float noise from adding turns.
+  if (typeof cost === "number") totals.cost = Math.round((totals.cost + cost) * 1_000_000) / 1_000_000
+  if (costUnknown !== undefined && !totals.costUnknown.includes(costUnknown)) totals.costUnknown.push(costUnknown)
+}
+
 const push = (view: View, item: ViewItem) => {
   view.openTurn?.items.push(item)
 }
@@ -285,15 +303,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     const { cost, costUnknown, errorCode, finishReason, stopReason, usage } = event.payload
     if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, ...(finishReason === undefined ? {} : { finishReason }), usage, cost, costUnknown }
     view.openTurn = undefined
-    if (usage === undefined) return
-    const totals = view.totals ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0, costUnknown: [] }
-    totals.inputTokens = addCounts(totals.inputTokens, usage.inputTokens)
-    totals.outputTokens = addCounts(totals.outputTokens, usage.outputTokens)
-    totals.cacheReadTokens = addCounts(totals.cacheReadTokens, usage.cacheReadTokens ?? 0)
-    totals.cacheWriteTokens = addCounts(totals.cacheWriteTokens, usage.cacheWriteTokens ?? 0)
-    // To a millionth of a dollar, as every summary keeps it: no float noise from adding turns.
-    if (typeof cost === "number") totals.cost = Math.round((totals.cost + cost) * 1_000_000) / 1_000_000
-    if (costUnknown !== undefined && !totals.costUnknown.includes(costUnknown)) totals.costUnknown.push(costUnknown)
+    addToTotals(view, event.payload)
   },
   // Per-response usage adds up in `turn.completed`; only a break of the prompt cache is a line of the turn.
   "model.usage": () => {},
@@ -361,11 +371,13 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     const { firstKeptSequence, reason, summary, tokensAfter, tokensBefore } = event.payload
     view.compacting = undefined
     view.contextTokens = tokensAfter
+    addToTotals(view, event.payload)
     note(view, event, `conversation compacted (${reason}): ${tokensBefore} → ${tokensAfter} tokens, events before #${firstKeptSequence} summarized`, summary)
   },
   "compaction.failed": (view, event) => {
     const { errorCode } = event.payload
     view.compacting = undefined
+    addToTotals(view, event.payload)
     note(view, event, `compaction ${errorCode === "cancelled" ? "cancelled" : `failed: ${errorCode}`}; the conversation is unchanged`)
   }
 }

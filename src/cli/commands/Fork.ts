@@ -21,4 +21,4 @@ export const config = {
 export type Input = Command.Command.ParseConfig<typeof config>
 
 /** The `fork` command. */
-export const command = Command.make("fork", config, (input) => Lazy.handler(() => import("../Fork.js"), (m) => m.handler(input))).pipe(Command.withDescription(Help.described("Fork a session at the end of a closed turn (default the last); prints the new session's id", ["effect-agent fork <id>", "effect-agent run --session \"$(effect-agent fork <id>)\" \"Try it another way\""])))
+export const command = Command.make("fork", config, (input) => Lazy.handler(() => import("../Fork.js"), (m) => m.handler(input))).pipe(Command.withDescription(Help.described("Fork a session at a closed point (default: as it is now, but a turn still open); prints the new session's id", ["effect-agent fork <id>", "effect-agent run --session \"$(effect-agent fork <id>)\" \"Try it another way\""])))

@@ -132,10 +132,22 @@ const eventsUpTo = (limit: number) => (letGo: () => void): Bound => {
 export const bounded = (response: Response, limits: { readonly eventBytes: number; readonly errorBytes: number }): Response => {
   if (response.body === null) return response
   const body = boundedBody(response.body, response.ok ? eventsUpTo(limits.eventBytes) : cutAfter(limits.errorBytes))
-  const bounded = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
+  const bounded = withStatus(body, response.status, { statusText: response.statusText, headers: response.headers })
   // What the SDKs may read of where the response came from, kept as it was.
   Object.defineProperty(bounded, "url", { value: response.url })
   return bounded
+}
+
+/**
+ * A web `Response` with `status`, though its constructor takes 200–599 only: a server may answer up
+ * to 999 (a proxy's own codes) and `fetch` hands that on. Such a one is made as a 599 (not `ok`, its
+ * body bounded as an error's) and reads its own status.
+ */
+export const withStatus = (body: ReadableStream<Uint8Array>, status: number, init: Omit<ResponseInit, "status">): Response => {
+  const made = status >= 200 && status <= 599
+  const response = new Response(body, { ...init, status: made ? status : 599 })
+  if (!made) Object.defineProperty(response, "status", { value: status })
+  return response
 }
 
 /** `inner` (default the global `fetch`) with every response {@link bounded}. */

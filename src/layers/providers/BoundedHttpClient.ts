@@ -38,7 +38,7 @@ const named = (error: HttpClientError.ResponseError): HttpClientError.ResponseEr
 export const boundedResponse = (response: HttpClientResponse.HttpClientResponse): HttpClientResponse.HttpClientResponse => {
   if (bodilessStatuses.has(response.status)) return response
   const web = BoundedFetch.bounded(
-    new globalThis.Response(Stream.toReadableStream(response.stream), { status: response.status, headers: response.headers }),
+    BoundedFetch.withStatus(Stream.toReadableStream(response.stream), response.status, { headers: response.headers }),
     { eventBytes: BoundedFetch.maxEventBytes, errorBytes: BoundedFetch.errorBodyBytes }
   )
   const bounded = HttpClientResponse.fromWeb(response.request, web)
