@@ -197,8 +197,8 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
   // the crash left empty or torn reads as no holder; a whole one names the boot before, which this
   // boot reads as "unknown", not dead (another machine of this host name may hold it: see
   // `Holder.sameMachine`): the lock is busy until someone removes the folder, as `SessionBusy` says.
-  // A flush would change neither. Another process sees the record through the page cache as soon as
-  // it is linked. (An fsync here cost every first turn of a session milliseconds, many more on a busy disk.)
+  // A flush would only make the second likelier. Another process sees the record through the page
+  // cache as soon as it is linked. (An fsync here cost every first turn of a session milliseconds, many more on a busy disk.)
   writeNewFile(temporary, JSON.stringify(me))
   try {
     linkSync(temporary, join(dir, `${mine}.json`))
