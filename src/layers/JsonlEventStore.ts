@@ -202,7 +202,7 @@ export const repair = (
     const failed = (detail: string, cause?: unknown, reason: EventStoreFailureReason = "unavailable") =>
       new EventStoreFailure({ reason, operation: "repair", sessionId, path: file, detail, ...(cause === undefined ? {} : { cause }) })
     if (lstatSync(file, { throwIfNoEntry: false }) === undefined) return yield* new SessionNotFound({ sessionId })
-    const { generation } = yield* WriterLock.acquire(sessionId, file)
+    const held = yield* WriterLock.acquire(sessionId, file)
     // Opened as every read of a log is: never through a link, never waiting on a pipe, only a regular
     // file (a repository's data dir can put a link to another project's log, or a named pipe, in a
     // log's place: repair read what the link named, and a pipe held it in open(2) for good).
@@ -301,7 +301,7 @@ export const repair = (
     // one that finds it takes its lines back (`Appends`). Before, such an append between this look and
     // the rename went into the original, now the backup; and when the original was put back for it,
     // one told its lines were stored in the repaired log meanwhile was left in `<file>.repair`.
-    yield* WriterLock.markRewrite(file, generation).pipe(
+    yield* WriterLock.markRewrite(file, held).pipe(
       Effect.mapError(cannotWrite),
       Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true })))
     )

@@ -12,15 +12,18 @@
  * names its file, else takes its lines back — only while they are the file's last — and fails.
  * Interleavings driven through `RepairSeam` and the store's `AppendIo`: no sleeps.
  */
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import type * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as AppendIo from "../../src/layers/jsonl/AppendIo.js"
 import * as LogLines from "../../src/layers/jsonl/LogLines.js"
+import * as WriterLock from "../../src/layers/jsonl/WriterLock.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import { IdGenerator } from "../../src/services/IdGenerator.js"
 import { collect, tempDir } from "../helpers.js"
@@ -154,4 +157,76 @@ describe("repair and an append made without the writer lock", () => {
       // (Before: p1's truncate cut the file back to before its own line, p2's with it.)
       expect(readFileSync(`${file}.bak`, "utf8")).toContain('"id":"p2"')
     }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+/**
+ * A `rewrite` mark planted in a data dir that came with a repository (review57a). The mark named
+ * only a lock generation, and generations are predictable (1 for a fresh lock folder), while taking
+ * the lock removed old generation files but not the mark: a clone's `rewrite` = "1" made every
+ * append without the lock to that session fail while the next writer held it, and one planted as a
+ * folder made every `repair` of it fail (`EEXIST`). Now the lock's winner removes any mark it finds,
+ * a mark names the holder's nonce as well, and a repair removes whatever has the mark's name.
+ */
+describe("a rewrite mark planted in the lock folder", () => {
+  const clone = Effect.gen(function*() {
+    const log = yield* damagedLog
+    mkdirSync(`${log.file}.lock`)
+    return { ...log, mark: join(`${log.file}.lock`, "rewrite") }
+  })
+
+  it.scoped("naming the next writer's generation does not refuse appends made without the lock (failed on main)", () =>
+    Effect.gen(function*() {
+      const { dataDir, file, mark } = yield* clone
+      writeFileSync(mark, "1")
+      const writer = yield* JsonlEventStore.make({ dataDir })
+      const other = yield* JsonlEventStore.make({ dataDir })
+      yield* writer.acquireWriter("s")
+      const appended = yield* Effect.either(other.append(message(3, "lockless")))
+      expect(Either.isRight(appended)).toBe(true)
+      expect(readFileSync(file, "utf8")).toContain('"id":"lockless"')
+      expect(existsSync(mark)).toBe(false)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("as a folder does not make repair fail (failed on main: EEXIST)", () =>
+    Effect.gen(function*() {
+      const { dataDir, mark } = yield* clone
+      mkdirSync(mark)
+      writeFileSync(join(mark, "inside"), "x")
+      const repaired = yield* Effect.either(JsonlEventStore.repair({ dataDir, sessionId: "s" }).pipe(Effect.provideService(IdGenerator, ids)))
+      expect(Either.isRight(repaired)).toBe(true)
+      expect(existsSync(mark)).toBe(false)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.effect("counts only when it names the holder's nonce; one planted while held is replaced, never followed (failed on main)", () =>
+    Effect.gen(function*() {
+      const { file, mark, dataDir } = yield* clone
+      const scope = yield* Scope.make()
+      const held = yield* Scope.extend(WriterLock.acquire("s", file), scope)
+      // The live generation alone, as a clone or an older mark names it: not this holder's rewrite.
+      writeFileSync(mark, String(held.generation))
+      expect(WriterLock.rewriteUnderWay(file)).toBe(false)
+      writeFileSync(mark, `${held.generation} not-the-nonce`)
+      expect(WriterLock.rewriteUnderWay(file)).toBe(false)
+      // A folder, then a link to a file elsewhere, under the mark's name: removed, the link not written through.
+      const rmMark = yield* Scope.make()
+      rmSync(mark)
+      mkdirSync(mark)
+      writeFileSync(join(mark, "inside"), "x")
+      yield* Scope.extend(WriterLock.markRewrite(file, held), rmMark)
+      expect(lstatSync(mark).isFile()).toBe(true)
+      expect(WriterLock.rewriteUnderWay(file)).toBe(true)
+      yield* Scope.close(rmMark, Exit.void)
+      expect(WriterLock.rewriteUnderWay(file)).toBe(false)
+      const elsewhere = join(dataDir, "elsewhere")
+      writeFileSync(elsewhere, "kept")
+      symlinkSync(elsewhere, mark)
+      const again = yield* Scope.make()
+      yield* Scope.extend(WriterLock.markRewrite(file, held), again)
+      expect(readFileSync(elsewhere, "utf8")).toBe("kept")
+      expect(lstatSync(mark).isFile()).toBe(true)
+      expect(WriterLock.rewriteUnderWay(file)).toBe(true)
+      yield* Scope.close(again, Exit.void)
+      yield* Scope.close(scope, Exit.void)
+      expect(existsSync(mark)).toBe(false)
+    }).pipe(Effect.scoped, Effect.provide(NodeContext.layer)))
 })

@@ -17,7 +17,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from "node:fs"
+import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readSync, rmSync, unlinkSync, writeSync } from "node:fs"
 import * as Directories from "../Directories.js"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -27,9 +27,10 @@ import * as PlainRelease from "../PlainRelease.js"
 import * as Holder from "../writer/Holder.js"
 import * as PlainFiles from "./PlainFiles.js"
 
-/** What acquiring found: the dead holder it took over from, if any. */
+/** What acquiring found: the generation held, its record's nonce, and the dead holder it took over from, if any. */
 export interface Acquired {
   readonly generation: number
+  readonly nonce: string
   readonly takenOverFrom: Holder.Holder | undefined
 }
 
@@ -104,6 +105,12 @@ const removeQuietly = (file: string) => {
   }
 }
 
+/**
+ * Removes whatever has the name — a file, a link (never what it names) or a folder with what it
+ * holds — as `rm -rf` does: `rm` looks at each entry with `lstat` and unlinks a link itself.
+ */
+const removeAnything = (path: string) => rmSync(path, { recursive: true, force: true })
+
 /** The most a lock record may be: a holder's record is a line of JSON of a few hundred bytes. */
 const maxRecordBytes = 64 * 1024
 
@@ -156,7 +163,7 @@ const ownFolder = (sessionId: string, dir: string): EventStoreFailure | undefine
 }
 
 type Attempt =
-  | { readonly _tag: "Held"; readonly generation: number; readonly takenOverFrom: Holder.Holder | undefined }
+  | { readonly _tag: "Held"; readonly generation: number; readonly nonce: string; readonly takenOverFrom: Holder.Holder | undefined }
   | { readonly _tag: "Busy"; readonly holder: Holder.Holder; readonly liveness: Holder.Liveness }
   | { readonly _tag: "Retry" }
 
@@ -186,10 +193,12 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
   }
   const mine = highest + 1
   const temporary = join(dir, `.${me.nonce}.tmp`)
-  // Not flushed to disk: a record matters only while its process lives, and after a power loss every
-  // holder is dead (a record the crash left empty or torn reads as no holder). Another process sees it
-  // through the page cache as soon as it is linked. (An fsync here cost every first turn of a session
-  // milliseconds, many more on a busy disk.)
+  // Not flushed to disk: a record matters only while its process lives. After a power loss a record
+  // the crash left empty or torn reads as no holder; a whole one names the boot before, which this
+  // boot reads as "unknown", not dead (another machine of this host name may hold it: see
+  // `Holder.sameMachine`): the lock is busy until someone removes the folder, as `SessionBusy` says.
+  // A flush would only make the second likelier. Another process sees the record through the page
+  // cache as soon as it is linked. (An fsync here cost every first turn of a session milliseconds, many more on a busy disk.)
   writeNewFile(temporary, JSON.stringify(me))
   try {
     linkSync(temporary, join(dir, `${mine}.json`))
@@ -210,7 +219,19 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
     const n = generationOf(name, "json") ?? generationOf(name, "released")
     if (n !== undefined && n < mine) removeQuietly(join(dir, name))
   }
-  return { _tag: "Held", generation: mine, takenOverFrom }
+  // The winner owns the folder, so no rewrite mark there is its own: one a dead holder's crash left,
+  // or planted with a clone — "1" names a fresh folder's first holder. Removed, so nothing reads it
+  // (the listing is read anyway: nothing costs more without one). Best effort: a planted folder
+  // holding a folder not writable fails `rm`, and a mark left never counts (it names no holder's
+  // nonce), so it must not cost the lock.
+  if (after.includes(rewriteMarkName)) {
+    try {
+      removeAnything(join(dir, rewriteMarkName))
+    } catch {
+      // left: ignored by `rewriteUnderWay`, replaced (or refused, naming why) by the next `markRewrite`
+    }
+  }
+  return { _tag: "Held", generation: mine, nonce: me.nonce, takenOverFrom }
 }
 
 /**
@@ -219,10 +240,10 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
  * reads, never through a link; a lock folder that is missing, a link or unreadable is not held. A
  * look, not a lock: the answer may change as soon as it is given.
  */
-export const mayBeHeld = (logFile: string): boolean => heldGeneration(logFile) !== undefined
+export const mayBeHeld = (logFile: string): boolean => heldBy(logFile) !== undefined
 
-/** The generation of the writer lock of `logFile` some process may hold now (see {@link mayBeHeld}). */
-const heldGeneration = (logFile: string): number | undefined => {
+/** The generation of the writer lock of `logFile` some process may hold now, and its holder (see {@link mayBeHeld}). */
+const heldBy = (logFile: string): { readonly generation: number; readonly holder: Holder.Holder } | undefined => {
   const dir = lockDirOf(logFile)
   try {
     if (!lstatSync(dir).isDirectory()) return undefined
@@ -233,28 +254,37 @@ const heldGeneration = (logFile: string): number | undefined => {
     if (names.includes(`${highest}.released`)) return undefined
     const text = readRecord(join(dir, `${highest}.json`))
     const holder = text === undefined ? undefined : Holder.parse(text)
-    return holder !== undefined && Holder.liveness(holder) !== "dead" ? highest : undefined
+    return holder !== undefined && Holder.liveness(holder) !== "dead" ? { generation: highest, holder } : undefined
   } catch {
     return undefined
   }
 }
 
 /** Where a rewrite of a log (`repair`) marks, in its lock folder, that it is swapping a new log in. */
-const rewriteMarkOf = (logFile: string) => join(lockDirOf(logFile), "rewrite")
+const rewriteMarkName = "rewrite"
+const rewriteMarkOf = (logFile: string) => join(lockDirOf(logFile), rewriteMarkName)
 
 /**
- * For the scope, marks that the holder of generation `generation` of the writer lock of `logFile`
- * (the caller) is rewriting the log: an append made without the lock meanwhile is taken back (see
- * {@link rewriteUnderWay}). A mark left by a crash names a generation no longer held and is ignored,
- * then replaced by the next rewrite's.
+ * A mark's text: the holder's generation and its record's nonce. Not the generation alone: those are
+ * predictable (1 for a fresh lock folder), and a mark naming only one counted for whoever held it.
  */
-export const markRewrite = (logFile: string, generation: number): Effect.Effect<void, unknown, Scope.Scope> => {
+const markText = (held: Pick<Acquired, "generation" | "nonce">) => `${held.generation} ${held.nonce}`
+
+/**
+ * For the scope, marks that the holder `held` of the writer lock of `logFile` (the caller) is
+ * rewriting the log: an append made without the lock meanwhile is taken back (see
+ * {@link rewriteUnderWay}). A mark left by a crash names a holder that no longer holds and is
+ * ignored, then removed by the next one to take the lock.
+ */
+export const markRewrite = (logFile: string, held: Pick<Acquired, "generation" | "nonce">): Effect.Effect<void, unknown, Scope.Scope> => {
   const mark = rewriteMarkOf(logFile)
   return PlainRelease.acquireRelease(
     Effect.try(() => {
-      // Whatever has the name is not this holder's: left by a crash (or planted), removed, never followed.
-      removeQuietly(mark)
-      writeNewFile(mark, String(generation))
+      // Whatever has the name is not this holder's: a file, link or folder planted since it took
+      // the lock. Removed (a folder made this fail EEXIST, every repair of the session with it),
+      // never followed.
+      removeAnything(mark)
+      writeNewFile(mark, markText(held))
     }),
     () => Effect.sync(() => removeQuietly(mark))
   )
@@ -262,7 +292,8 @@ export const markRewrite = (logFile: string, generation: number): Effect.Effect<
 
 /**
  * Whether a rewrite of `logFile` is under way: its mark names the generation of the writer lock a
- * live process holds. One open of a missing file when none is (an append without the lock pays it).
+ * live process holds and that holder's nonce. One open of a missing file when none is (an append
+ * without the lock pays it).
  */
 export const rewriteUnderWay = (logFile: string): boolean => {
   let text: string | undefined
@@ -271,7 +302,9 @@ export const rewriteUnderWay = (logFile: string): boolean => {
   } catch {
     return false
   }
-  return text !== undefined && /^\d+$/.test(text) && heldGeneration(logFile) === Number(text)
+  if (text === undefined) return false
+  const held = heldBy(logFile)
+  return held !== undefined && text === markText({ generation: held.generation, nonce: held.holder.nonce })
 }
 
 /**
@@ -302,7 +335,7 @@ export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acqui
         for (let round = 0; round < 100; round++) {
           const result = attempt(dir, me)
           if (result._tag === "Busy") return Effect.fail(new SessionBusy({ sessionId, holder: busyHolder(sessionId, result.holder, result.liveness) }))
-          if (result._tag === "Held") return Effect.succeed({ generation: result.generation, takenOverFrom: result.takenOverFrom })
+          if (result._tag === "Held") return Effect.succeed({ generation: result.generation, nonce: result.nonce, takenOverFrom: result.takenOverFrom })
         }
         return Effect.fail(lockFailure(sessionId, dir, "the lock kept changing"))
       } catch (error) {
