@@ -7,6 +7,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import * as HookConfigsKept from "../../src/layers/workspace/HookConfigsKept.js"
+import * as RunsLater from "../../src/layers/workspace/RunsLater.js"
 
 const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "effect-agent-hook-configs-kept-")))
 afterAll(() => NodeFs.rmSync(root, { recursive: true, force: true }))
@@ -43,5 +44,32 @@ describe("the put-back of package.json's hook keys after a command", () => {
     expect(NodeFs.statSync(file).mode & 0o777).toBe(0o600)
     expect(NodeFs.existsSync(NodePath.join(cwd, "package.json.set-aside"))).toBe(false)
     expect(said).toEqual(["package.json's simple-git-hooks (put back as they were)"])
+  })
+})
+
+// Review 57b: husky 4's, simple-git-hooks' and nano-staged's own config files were neither asked for
+// by the file tools nor set aside after a command that made them.
+const hookRunnerConfigs = [
+  ".huskyrc", ".huskyrc.json", ".huskyrc.js", "husky.config.js", ".simple-git-hooks.json", ".simple-git-hooks.cjs", "simple-git-hooks.cjs",
+  "simple-git-hooks.js", "simple-git-hooks.mjs", "simple-git-hooks.json", ".nano-staged.json", "nano-staged.json", "nano-staged.cjs",
+  ".nano-staged.mjs", "nano-staged.yaml", ".nanostagedrc"
+]
+describe("hook runners' own config files", () => {
+  it("are what the file tools protect, at any depth and in any case", () => {
+    for (const name of hookRunnerConfigs) {
+      expect(RunsLater.inProtectedFolder(name), name).toBe(true)
+      expect(RunsLater.inProtectedFolder(`packages/web/${name.toUpperCase()}`), name).toBe(true)
+    }
+    for (const name of ["husky.md", "simple-git-hooks.md", "nano-staged.txt", "src/huskyrc.ts"]) expect(RunsLater.inProtectedFolder(name), name).toBe(false)
+  })
+
+  it("one a command made where there was none is set aside", async () => {
+    const { cwd, was } = await workspace(`{}\n`)
+    for (const name of hookRunnerConfigs) NodeFs.writeFileSync(NodePath.join(cwd, name), "touch /tmp/owned\n")
+    const said = (await HookConfigsKept.keep(was)).join("\n")
+    for (const name of hookRunnerConfigs) {
+      expect(NodeFs.existsSync(NodePath.join(cwd, name)), name).toBe(false)
+      expect(said).toContain(`${name}.set-aside`)
+    }
   })
 })
