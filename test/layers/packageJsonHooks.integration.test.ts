@@ -120,6 +120,15 @@ describe("a rewind never restores a package.json whose git hook runners' keys di
     }
   })
 
+  // Review 57b: taking a hook key away runs nothing at the next commit; it was refused as adding one is.
+  it("restores one that only takes them away", async () => {
+    const cwd = repository()
+    const removed = `{\n  "name": "app",\n  "version": "1.0.0"\n}\n`
+    const result = await restore(cwd, removed)
+    expect(Either.isRight(result)).toBe(true)
+    expect(NodeFs.readFileSync(NodePath.join(cwd, "package.json"), "utf8")).toBe(removed)
+  })
+
   it("restores one whose keys are as they are", async () => {
     const cwd = repository()
     const result = await restore(cwd, original.replace("1.0.0", "0.9.0"))
