@@ -120,6 +120,15 @@ describe("a rewind never restores a package.json whose git hook runners' keys di
     }
   })
 
+  // Review 57b: taking a hook key away runs nothing at the next commit; it was refused as adding one is.
+  it("restores one that only takes them away", async () => {
+    const cwd = repository()
+    const removed = `{\n  "name": "app",\n  "version": "1.0.0"\n}\n`
+    const result = await restore(cwd, removed)
+    expect(Either.isRight(result)).toBe(true)
+    expect(NodeFs.readFileSync(NodePath.join(cwd, "package.json"), "utf8")).toBe(removed)
+  })
+
   it("restores one whose keys are as they are", async () => {
     const cwd = repository()
     const result = await restore(cwd, original.replace("1.0.0", "0.9.0"))
@@ -155,12 +164,15 @@ describe.runIf(detected._tag === "Workspace")("the command sandbox puts package.
     // A repository whose root had no package.json.
     NodeFs.rmSync(NodePath.join(cwd, "package.json"))
     await shell(cwd, `sh -c 'echo "{\\"pre-commit\\": [\\"x\\"], \\"scripts\\": {\\"x\\": \\"touch /tmp/owned\\"}}" > package.json'`)
-    expect(read(cwd)).toEqual({ scripts: { x: "touch /tmp/owned" } })
+    // One line, not as JSON.stringify writes it: kept whole beside its name (review 57b), none in its place.
+    expect(NodeFs.existsSync(NodePath.join(cwd, "package.json"))).toBe(false)
+    expect(JSON.parse(NodeFs.readFileSync(NodePath.join(cwd, "package.json.set-aside"), "utf8"))).toEqual({ "pre-commit": ["x"], scripts: { x: "touch /tmp/owned" } })
     // Replaced by a link to a file of the command's: a file of its own is put in the link's place.
     NodeFs.writeFileSync(NodePath.join(cwd, "package.json"), original)
     await shell(cwd, `sh -c 'echo "{\\"lint-staged\\": {\\"*\\": \\"touch /tmp/owned\\"}}" > other.json && ln -sf other.json package.json'`)
     expect(NodeFs.lstatSync(NodePath.join(cwd, "package.json")).isFile()).toBe(true)
-    expect(read(cwd)).toEqual({ "lint-staged": { "*.js": "eslint" } })
+    expect(NodeFs.readFileSync(NodePath.join(cwd, "package.json"), "utf8")).toBe(original)
+    expect(NodeFs.lstatSync(NodePath.join(cwd, "package.json.set-aside-2")).isSymbolicLink()).toBe(true)
     expect(NodeFs.readFileSync(NodePath.join(cwd, "other.json"), "utf8")).toContain("owned")
   })
 

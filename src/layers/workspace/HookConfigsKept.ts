@@ -7,7 +7,8 @@
  * `npm install` writes it). Looked at before each command and after it, once its namespace is gone:
  * a config it made is set aside beside it, never deleted (it may be what the user asked for, to be
  * written again with the file tools, which ask), and package.json's keys are put back as they were,
- * the rest of the command's change kept.
+ * the rest of the command's change kept when that leaves its bytes as they were (else the command's file is
+ * set aside and the bytes from before put back).
  *
  * At each worktree's root inside cwd, and at cwd: where the hook managers look (lint-staged also
  * reads a `package.json` deeper in the tree; the file tools ask for those, commands are not watched
@@ -90,14 +91,31 @@ export const setAside = async (path: string): Promise<string> => {
   }
 }
 
-/** Writes `text` as `file`, a new file renamed over it: a link put there is replaced, never followed. */
-const replaceWith = async (file: string, text: string): Promise<void> => {
+/**
+ * Writes `text` as `file`, a new file renamed over it: a link put there is replaced, never followed.
+ * The new file gets `mode` (the replaced file's permission bits: a 0600 package.json stays private).
+ */
+const replaceWith = async (file: string, text: string, mode: number): Promise<void> => {
   const temporary = `${file}.effect-agent-${process.pid}-${Date.now()}`
-  await NodeFs.writeFile(temporary, text, { flag: "wx", mode: 0o644 })
-  await NodeFs.rename(temporary, file).catch(async (error: unknown) => {
+  await NodeFs.writeFile(temporary, text, { flag: "wx", mode: 0o600 })
+  await NodeFs.chmod(temporary, mode).then(() => NodeFs.rename(temporary, file)).catch(async (error: unknown) => {
     await NodeFs.rm(temporary, { force: true })
     throw error
   })
+}
+
+/** The permission bits of what `file` leads to (0644 when it cannot be read), kept on what replaces it. */
+const modeOf = async (file: string): Promise<number> => ((await NodeFs.stat(file).catch(() => undefined))?.mode ?? 0o644) & 0o777
+
+/**
+ * Sets the command's `file` aside whole and puts `previous` (the bytes there before, if any) back
+ * verbatim: what is done when its hook keys cannot be put back without rewriting the rest.
+ */
+const setAsideWhole = async (file: string, previous: string | undefined): Promise<string | undefined> => {
+  const mode = await modeOf(file)
+  const aside = await setAside(file).catch(() => undefined)
+  if (aside !== undefined && previous !== undefined) await replaceWith(file, previous, mode).catch(() => undefined)
+  return aside
 }
 
 /**
@@ -118,16 +136,22 @@ export const keep = async (was: Before): Promise<ReadonlyArray<string>> => {
     const previous = was.packages.get(file)
     const now = await readPackage(file)
     if (now === "too large") {
-      const aside = await setAside(file).catch(() => undefined)
-      if (aside === undefined) continue
-      if (previous !== undefined) await replaceWith(file, previous).catch(() => undefined)
-      said.push(`${shown(file)} (larger than ${packageLimit} bytes, its hook keys unread; the command's is now ${shown(aside)})`)
+      const aside = await setAsideWhole(file, previous)
+      if (aside !== undefined) said.push(`${shown(file)} (larger than ${packageLimit} bytes, its hook keys unread; the command's is now ${shown(aside)})`)
       continue
     }
     const keys = now === undefined ? [] : PackageHooks.changedKeys(previous, now)
     const kept = keys.length === 0 ? undefined : PackageHooks.keptAsBefore(previous, now!)
     if (kept === undefined) continue
-    const written = await replaceWith(file, kept).then(() => true, () => false)
+    // Put back by re-serialising: only when that leaves the rest of the file byte for byte (no CRLF,
+    // big or `1.50` numbers, `\u` escapes, duplicate keys, BOM lost); otherwise the user's bytes
+    // from before come back whole and the command's file is kept beside them.
+    if (PackageHooks.keptAsBefore(now, now!) !== now) {
+      const aside = await setAsideWhole(file, previous)
+      if (aside !== undefined) said.push(`${shown(file)}'s ${keys.join(", ")} (changed by the command in a file not rewritable byte for byte; put back as it was before, the command's is now ${shown(aside)})`)
+      continue
+    }
+    const written = await replaceWith(file, kept, await modeOf(file)).then(() => true, () => false)
     if (written) said.push(`${shown(file)}'s ${keys.join(", ")} (put back as they were)`)
   }
   return said

@@ -50,6 +50,16 @@ export const changedKeys = (before: string | undefined, after: string | undefine
   return [...new Set([...was.keys(), ...is.keys()])].filter((key) => was.get(key) !== is.get(key))
 }
 
+/**
+ * The hook runners' keys that `after` has with other settings than `before` (`undefined`: no file):
+ * what a write would give a runner to run. A key only taken away is not among them (what a rewind
+ * may do: a runner then runs less).
+ */
+export const keysGiven = (before: string | undefined, after: string | undefined): ReadonlyArray<string> => {
+  const [was, is] = [settingsOf(before), settingsOf(after)]
+  return [...is.keys()].filter((key) => was.get(key) !== is.get(key))
+}
+
 /** Why a change of these keys is protected (for `PathAccess.runsLater`). */
 export const reason = (keys: ReadonlyArray<string>): string =>
   `package.json's ${keys.join(", ")} ${keys.length === 1 ? "is" : "are"} read by git hook runners, which run the commands it names at your next commit or install, outside the sandbox`

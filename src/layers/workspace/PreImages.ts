@@ -362,8 +362,9 @@ export const make = (options: Options = {}) =>
         for (const blob of new Set(checked.flatMap(({ restore }) => restore.target === undefined ? [] : [restore.target.blob]))) {
           if (!(yield* blobs.has(blob).pipe(Effect.mapError(asStoreFailure)))) return yield* Effect.fail(notKept(blob))
         }
-        // A package.json whose git hook runners' keys the rewind would change (`PackageHooks`): the
-        // file tools ask before such a write, so a rewind never makes it. Both contents are read here,
+        // A package.json to which the rewind would give git hook runners' keys with other settings
+        // (`PackageHooks`): the file tools ask before such a write, so a rewind never makes it; one
+        // that only takes keys away is restored (review 57b). Both contents are read here,
         // for package.json files only (small), before any file is touched.
         const text = (bytes: Uint8Array | undefined) => bytes === undefined ? undefined : new TextDecoder().decode(bytes)
         const hooked: Array<string> = []
@@ -373,7 +374,7 @@ export const make = (options: Options = {}) =>
           const then = restore.target === undefined ? undefined : yield* blobs.get(restore.target.blob).pipe(
             Effect.mapError((e) => e._tag === "BlobNotFound" ? notKept(restore.target!.blob, e) : asStoreFailure(e))
           )
-          if (PackageHooks.changedKeys(text(now), text(then)).length > 0) hooked.push(restore.path)
+          if (PackageHooks.keysGiven(text(now), text(then)).length > 0) hooked.push(restore.path)
         }
         if (hooked.length > 0) {
           return yield* new RewindRefused({

@@ -309,11 +309,17 @@ const protectedFolderNames: ReadonlySet<string> = new Set([".git", ".effect-agen
  * `.lefthook.yml`, `lefthook-local.yml`, `.yaml`/`.toml`/`.json`/`.jsonc`, `.config/lefthook.yml`)
  * with its scripts' folders `.lefthook/` and `.lefthook-local/`, overcommit's `.overcommit.yml` with
  * its hooks' folder `.git-hooks/`, and lint-staged's `.lintstagedrc*` and `lint-staged.config.*`
- * (which a husky hook runs). Protected as the folders above are, in any case and at any depth
+ * (which a husky hook runs), and the hook runners' own: husky 4's `.huskyrc*` and `husky.config.*`,
+ * simple-git-hooks' `(.)simple-git-hooks.{cjs,js,mjs,json}`, nano-staged's `(.)nano-staged.*` and
+ * `.nanostagedrc*`. Protected as the folders above are, in any case and at any depth
  * (lint-staged reads one beside each staged file; review 52).
  */
 const hookManagerFolders: ReadonlySet<string> = new Set([".lefthook", ".lefthook-local", ".git-hooks"])
-const hookManagerConfig = /^(?:\.pre-commit-config\.ya?ml|\.?lefthook(?:-local)?\.(?:ya?ml|toml|jsonc?)|\.overcommit\.ya?ml|\.lintstagedrc(?:\..+)?|lint-staged\.config\..+)$/
+const hookManagerConfig = new RegExp(
+  "^(?:\\.pre-commit-config\\.ya?ml|\\.?lefthook(?:-local)?\\.(?:ya?ml|toml|jsonc?)|\\.overcommit\\.ya?ml|\\.lintstagedrc(?:\\..+)?|lint-staged\\.config\\..+" +
+    // The hook runners' own configs (review 57b): husky 4's, simple-git-hooks', nano-staged's.
+    "|\\.huskyrc(?:\\..+)?|husky\\.config\\..+|\\.?simple-git-hooks\\.(?:c?js|mjs|json)|\\.?nano-staged\\.(?:json|c?js|mjs|ya?ml)|\\.nanostagedrc(?:\\..+)?)$"
+)
 
 /** Whether a path's part names a hook manager's config or folder, in any case (`hookManagerConfig`). */
 const isHookManagerName = (segment: string): boolean => hookManagerFolders.has(segment) || hookManagerConfig.test(segment)
