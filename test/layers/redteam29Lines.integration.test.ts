@@ -102,7 +102,16 @@ describe("javac's annotation processors from the class path (CommandPaths, Pytho
 
   it("-proc:none, a processor path the line names, or a class path without a services file: the rule's", async () => {
     if (javac) expect(runs(planted(), "javac -proc:none X.java")).toBe(false)
-    for (const line of ["javac -proc:none X.java", "javac -processorpath tools X.java", "javac -cp src X.java", "javac -cp 'tools/*' X.java", "java -cp . X"]) await allows(planted(), line)
+    for (const line of ["javac -proc:none X.java", "javac -processorpath tools X.java", "JDK_JAVAC_OPTIONS= java -cp . X", "javac -cp src X.java", "javac -cp 'tools/*' X.java", "java -cp . X"]) await allows(planted(), line)
+  })
+})
+
+describe("javac's options from an @file or JDK_JAVAC_OPTIONS (CommandPaths: review 57)", () => {
+  it("javac @opts and JDK_JAVAC_OPTIONS='-cp tools' ran tools' processor, allowed on main: a javac line with either asks", async () => {
+    const cwd = folder({ "X.java": "public class X {}\n", "tools/META-INF/services/javax.annotation.processing.Processor": "P\n", opts: "-processorpath tools\n" })
+    for (const line of ["javac @opts X.java", "javac -proc:none @opts X.java", "JDK_JAVAC_OPTIONS='-cp tools' javac X.java", "env JDK_JAVAC_OPTIONS='-cp tools' javac -cp src X.java", "export JDK_JAVAC_OPTIONS='-cp tools'; javac -processorpath src X.java"]) {
+      await asks(cwd, line, "JDK_JAVAC_OPTIONS")
+    }
   })
 })
 

@@ -549,7 +549,7 @@ const searchVariables: ReadonlyArray<{
   { variable: "HOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, ".local", "lib")] }
 ]
 /** The variables a line's earlier commands set for later ones that the check reads: the search paths, and javac's `CLASSPATH`. */
-const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH"]
+const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH", "JDK_JAVAC_OPTIONS"]
 /**
  * The class path whose `META-INF/services/javax.annotation.processing.Processor` files name the annotation processors a
  * javac loads and runs (round 29: `javac X.java` ran a repository's `P.class`, javac 17): its `-cp`/`-classpath`/
@@ -1278,7 +1278,12 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const javacWord = words.findIndex((w, k) => k >= at && NodePath.basename(w.value) === "javac" && (k === at || CommandRisk.runsOtherPrograms(program)))
     if (javacWord >= 0) {
       const classPath = searchWords("CLASSPATH", words.slice(0, javacWord)).at(-1) ?? searchPaths.get("CLASSPATH")
-      if (classPath?.expands !== true) {
+      // Options javac reads when it runs, from an `@file` or `JDK_JAVAC_OPTIONS` (`-cp tools`, `-processorpath tools`
+      // ran tools' processor: review 57): not read, asked.
+      const setBefore = [...words.slice(0, javacWord), ...setForProgram(words, at)]
+      if (words.slice(javacWord + 1).some((w) => w.value.startsWith("@")) || searchWords("JDK_JAVAC_OPTIONS", setBefore).length > 0 || searchPaths.has("JDK_JAVAC_OPTIONS")) {
+        pythonsUnknown.push("javac's options from an @file or JDK_JAVAC_OPTIONS, read when it runs (they may name the processors it runs)")
+      } else if (classPath?.expands !== true) {
         const start = movesTo(words.slice(at, javacWord).map((w) => w.value)) ?? ""
         const given = words.slice(javacWord + 1).map((w) => w.value)
         for (const entry of javacClassPath(given, classPath?.value.slice("CLASSPATH=".length))) searched.push({ base: from(start, entry), language: "processor" })
