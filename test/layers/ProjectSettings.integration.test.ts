@@ -135,7 +135,7 @@ describe("what a project's file may never say, trusted or not", () => {
   it("env.set never sets what decides which program runs or what it loads", () => {
     for (const name of [
       "PATH", "HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "NODE_OPTIONS", "NODE_PATH",
-      "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+      "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVAC_OPTIONS",
       "npm_config_script_shell", "NPM_CONFIG_NODE_OPTIONS", "SHELLOPTS", "PS4", "PROMPT_COMMAND", "IFS", "XDG_CONFIG_HOME", "GCONV_PATH",
       "OPENSSL_CONF", "EDITOR", "PAGER", "CARGO_BUILD_RUSTC_WRAPPER", "RUSTC_WRAPPER", "GOFLAGS", "CC", "MAKEFLAGS", "path",
       // Options and configuration that make an otherwise plain program run one (tar's --to-command,

@@ -102,7 +102,16 @@ describe("javac's annotation processors from the class path (CommandPaths, Pytho
 
   it("-proc:none, a processor path the line names, or a class path without a services file: the rule's", async () => {
     if (javac) expect(runs(planted(), "javac -proc:none X.java")).toBe(false)
-    for (const line of ["javac -proc:none X.java", "javac -processorpath tools X.java", "javac -cp src X.java", "javac -cp 'tools/*' X.java", "java -cp . X"]) await allows(planted(), line)
+    for (const line of ["javac -proc:none X.java", "javac -processorpath tools X.java", "JDK_JAVAC_OPTIONS= java -cp . X", "javac -cp src X.java", "javac -cp 'tools/*' X.java", "java -cp . X"]) await allows(planted(), line)
+  })
+})
+
+describe("javac's options from an @file or JDK_JAVAC_OPTIONS (CommandPaths: review 57)", () => {
+  it("javac @opts and JDK_JAVAC_OPTIONS='-cp tools' ran tools' processor, allowed on main: a javac line with either asks", async () => {
+    const cwd = folder({ "X.java": "public class X {}\n", "tools/META-INF/services/javax.annotation.processing.Processor": "P\n", opts: "-processorpath tools\n" })
+    for (const line of ["javac @opts X.java", "javac -proc:none @opts X.java", "JDK_JAVAC_OPTIONS='-cp tools' javac X.java", "env JDK_JAVAC_OPTIONS='-cp tools' javac -cp src X.java", "export JDK_JAVAC_OPTIONS='-cp tools'; javac -processorpath src X.java"]) {
+      await asks(cwd, line, "JDK_JAVAC_OPTIONS")
+    }
   })
 })
 
@@ -147,5 +156,43 @@ describe("an argument that looks like an assignment (CommandPaths)", () => {
       expect(runs(planted(), line), line).toBe(true)
       await asks(planted(), line, "bin/git")
     }
+  })
+})
+
+describe("a setter's setter, cross-env, env -S (CommandPaths: review 57)", () => {
+  /** A repository whose `bin/git` leaves `ran` in it, and a `lib/json.py` that does. */
+  const planted = () => {
+    const cwd = folder({ "bin/git": "#!/bin/sh\n", "d.json": "{}\n", "lib/json.py": "" })
+    writeFileSync(join(cwd, "bin", "git"), `#!/bin/sh\necho > ${JSON.stringify(join(cwd, "ran"))}\n`)
+    writeFileSync(join(cwd, "lib", "json.py"), touches(cwd))
+    return cwd
+  }
+
+  it("env env PATH=bin, env FOO=1 env PATH=bin, env -u X env PATH=bin ran bin/git, allowed on main: they ask", async () => {
+    for (const line of ["env env PATH=bin git status", "env FOO=1 env PATH=bin git status", "env -u X env PATH=bin git status", "env -iu X PATH=bin git status"]) {
+      expect(runs(planted(), line), line).toBe(true)
+      await asks(planted(), line, "bin/git")
+    }
+    expect(runs(planted(), "env env PYTHONPATH=lib python3 -m json.tool d.json")).toBe(true)
+    await asks(planted(), "env env PYTHONPATH=lib python3 -m json.tool d.json", "lib/json.py")
+  })
+
+  it("sudo env, doas env, cross-env, cross-env-shell, npx cross-env set PATH for git: they ask (not run here)", async () => {
+    for (const line of ["sudo env PATH=bin git status", "sudo -u me env PATH=bin git status", "doas env PATH=bin git status", "cross-env PATH=bin git status", "cross-env-shell PATH=bin git status", "npx cross-env PATH=bin git status", "npx cross-env FOO=1 env PATH=bin git status"]) {
+      await asks(planted(), line, "bin/git")
+    }
+  })
+
+  it("env -S splits its text into assignments: read as those words, or asked when it quotes or expands", async () => {
+    for (const line of ["env -S 'PATH=bin git status'", "env --split-string='PATH=bin git status'", "env -SPATH=bin git status", "env --split 'env PATH=bin git status'"]) {
+      expect(runs(planted(), line), line).toBe(true)
+      await asks(planted(), line, "bin/git")
+    }
+    // A quoted or expanding text is not split here: asked as a word known only when env runs (`outside-cwd`'s question).
+    for (const line of [`env -S 'PATH="bin" git status'`, "env -S 'PATH=${X:-bin} git status'"]) {
+      expect(await decide(planted(), line), line).toMatchObject({ decision: "ask", policy: "outside-cwd" })
+    }
+    // Nothing set: the rule's.
+    for (const line of ["env -S 'git status'", "env env git status", "cross-env FOO=1 git status"]) await allows(planted(), line)
   })
 })

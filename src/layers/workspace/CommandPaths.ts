@@ -549,7 +549,7 @@ const searchVariables: ReadonlyArray<{
   { variable: "HOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, ".local", "lib")] }
 ]
 /** The variables a line's earlier commands set for later ones that the check reads: the search paths, and javac's `CLASSPATH`. */
-const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH"]
+const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH", "JDK_JAVAC_OPTIONS"]
 /**
  * The class path whose `META-INF/services/javax.annotation.processing.Processor` files name the annotation processors a
  * javac loads and runs (round 29: `javac X.java` ran a repository's `P.class`, javac 17): its `-cp`/`-classpath`/
@@ -644,27 +644,68 @@ interface Searched {
   readonly language: SearchLanguage
   readonly alongside?: ReadonlyArray<string>
 }
-/** Programs whose `NAME=value` arguments set variables for the program they run (`env PATH=bin git`, `sudo PATH=bin git`). */
-const setsForProgram = /^(?:env|sudo|doas)$/
-/** Their options that take the next word (`env -u NAME`, `-C dir`, `-S text`, `sudo -u user`, …). */
-const setterOptionValue = /^(?:-[uCSagphrtDRT]|--(?:unset|chdir|split-string|argv0|user|group|host|prompt|role|type|chroot|close-from))$/
 /**
- * The words after an `env` (or `sudo`/`doas`) of the command, from `at`, that set a variable for the program it runs: its
- * `NAME=value` words (quoted too: env reads them, not the shell) before that program. Any other program's argument that
- * looks like one (`echo "PATH=bin"`, `git commit -m "PATH=x"`) sets nothing (round 29: it was read as a `PATH`, an over-ask).
+ * Programs whose `NAME=value` arguments set variables for the program they run (`env PATH=bin git`, `sudo PATH=bin git`,
+ * `cross-env PATH=bin git`, after `npx` too: the scan finds the first setter among the command's words).
  */
-const setForProgram = (words: ReadonlyArray<CommandLine.Word>, at: number): ReadonlyArray<CommandLine.Word> => {
+const setsForProgram = /^(?:env|sudo|doas|cross-env|cross-env-shell)$/
+/** Their options that take the next word (`env -u NAME`, `-C dir`, `sudo -u user`, …); env's `-S` is read apart. */
+const setterOptionValue = /^(?:-[uCagphrtDRT]|--(?:unset|chdir|argv0|user|group|host|prompt|role|type|chroot|close-from))$/
+/** env's long options that take a value, by any prefix that names only them (GNU's getopt: `--split`, `--un`). */
+const envLongValues = [["--unset", 3], ["--chdir", 3], ["--argv0", 3], ["--split-string", 3]] as const
+/**
+ * How many words env's option at `k` takes (1, or 2 with its value the next word), and the text of a `-S`/`--split-string`
+ * (`-S TEXT`, `-iSTEXT`, `--split-string=TEXT`, `--sp TEXT`) if it is one.
+ */
+const envOption = (words: ReadonlyArray<CommandLine.Word>, k: number): { readonly taken: number; readonly split?: string } => {
+  const value = words[k]!.value
+  const next = words[k + 1]?.value ?? ""
+  if (value.startsWith("--")) {
+    const [name, ...given] = value.split("=")
+    const long = envLongValues.find(([option, letters]) => name!.length >= letters && option.startsWith(name!))
+    if (long === undefined) return { taken: 1 }
+    const text = given.length > 0 ? given.join("=") : next
+    return { taken: given.length > 0 ? 1 : 2, ...(long[0] === "--split-string" ? { split: text } : {}) }
+  }
+  // A cluster of short options: the first that takes a value takes the rest of the word, or the next word.
+  const valued = /[uCaS]/.exec(value.slice(1))
+  if (valued === null) return { taken: 1 }
+  const rest = value.slice(valued.index + 2)
+  const text = rest === "" ? next : rest
+  return { taken: rest === "" ? 2 : 1, ...(valued[0] === "S" ? { split: text } : {}) }
+}
+/**
+ * The words after an `env` (or `sudo`, `doas`, `cross-env`) of the command, from `at`, that set a variable for the program
+ * it runs: its `NAME=value` words (quoted too: env reads them, not the shell) before that program, and a setter's there
+ * in turn (`env env PATH=bin git`, `sudo env PATH=bin git`: review 57). Any other program's argument that looks like one
+ * (`echo "PATH=bin"`, `git commit -m "PATH=x"`) sets nothing (round 29: it was read as a `PATH`, an over-ask). env's
+ * `-S` text is read as the words env splits it into (`env -S 'PATH=bin git status'`); `unread` is one it cannot split as
+ * the shell would (a quote, a backslash, a `$`), which the caller asks about.
+ */
+const setterWords = (words: ReadonlyArray<CommandLine.Word>, at: number): { readonly set: ReadonlyArray<CommandLine.Word>; readonly unread?: string } => {
   const setter = words.findIndex((w, k) => k >= at && setsForProgram.test(NodePath.basename(w.value)))
-  if (setter < 0) return []
+  if (setter < 0) return { set: [] }
   const set: Array<CommandLine.Word> = []
-  for (let k = setter + 1; k < words.length; k++) {
-    const value = words[k]!.value
-    if (assignment.test(value)) set.push(words[k]!)
-    else if (setterOptionValue.test(value)) k++
+  const rest = [...words.slice(setter)]
+  for (let k = 1, env = NodePath.basename(rest[0]!.value) === "env"; k < rest.length; k++) {
+    const value = rest[k]!.value
+    if (assignment.test(value)) set.push(rest[k]!)
+    else if (env && value.startsWith("-") && value !== "-") {
+      const { taken, split } = envOption(rest, k)
+      k += taken - 1
+      if (split === undefined) continue
+      if (/["'\\$`#]/.test(split)) return { set, unread: value }
+      // The split words stand where the option was: env reads them as its own arguments.
+      rest.splice(k + 1, 0, ...split.split(/[ \t\n\v\f\r]+/).filter((t) => t !== "").map(plainWord))
+    } else if (setterOptionValue.test(value)) k++
+    else if (setsForProgram.test(NodePath.basename(value))) env = NodePath.basename(value) === "env"
     else if (!value.startsWith("-")) break
   }
-  return set
+  return { set }
 }
+const setForProgram = (words: ReadonlyArray<CommandLine.Word>, at: number): ReadonlyArray<CommandLine.Word> => setterWords(words, at).set
+/** A word as text no shell expands (one env's `-S` split out). */
+const plainWord = (text: string): CommandLine.Word => ({ _tag: "Word", value: text, raw: text, expands: false, quoted: [...text].map(() => false) })
 /** The words of a command that set `variable` (one the shell expands too). */
 const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
   words.filter((w) => w.raw.startsWith(`${variable}=`) || w.value.startsWith(`${variable}=`))
@@ -1186,6 +1227,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (started?.fromFolder === true || uv?.module === true) pythons.push(pythonFolder())
     // A `PYTHONPATH` the command carries or the line set before: each relative entry is a folder any Python it starts
     // (`pip3`, `pytest`, a script's) imports from, unless `-E`/`-I` has it ignore the environment.
+    // env's `-S` text with a quote, a backslash or a `$`: what it sets is known only when env splits it.
+    const unsplit = setterWords(words, at).unread
+    if (unsplit !== undefined) unknown.push({ word: unsplit, why: "env -S splits it into variables and a command when it runs" })
     const carried = pathWords(exports(program, args) ? words : [...words.slice(0, at), ...setForProgram(words, at)]).at(-1)
     const pathWord = carried ?? pythonPath
     if (exports(program, args)) pythonPath = carried ?? pythonPath
@@ -1234,7 +1278,12 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const javacWord = words.findIndex((w, k) => k >= at && NodePath.basename(w.value) === "javac" && (k === at || CommandRisk.runsOtherPrograms(program)))
     if (javacWord >= 0) {
       const classPath = searchWords("CLASSPATH", words.slice(0, javacWord)).at(-1) ?? searchPaths.get("CLASSPATH")
-      if (classPath?.expands !== true) {
+      // Options javac reads when it runs, from an `@file` or `JDK_JAVAC_OPTIONS` (`-cp tools`, `-processorpath tools`
+      // ran tools' processor: review 57): not read, asked.
+      const setBefore = [...words.slice(0, javacWord), ...setForProgram(words, at)]
+      if (words.slice(javacWord + 1).some((w) => w.value.startsWith("@")) || searchWords("JDK_JAVAC_OPTIONS", setBefore).length > 0 || searchPaths.has("JDK_JAVAC_OPTIONS")) {
+        pythonsUnknown.push("javac's options from an @file or JDK_JAVAC_OPTIONS, read when it runs (they may name the processors it runs)")
+      } else if (classPath?.expands !== true) {
         const start = movesTo(words.slice(at, javacWord).map((w) => w.value)) ?? ""
         const given = words.slice(javacWord + 1).map((w) => w.value)
         for (const entry of javacClassPath(given, classPath?.value.slice("CLASSPATH=".length))) searched.push({ base: from(start, entry), language: "processor" })
