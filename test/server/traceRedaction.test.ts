@@ -29,18 +29,23 @@ const keeping = Effect.map(Effect.tracer, (native) => {
   return { tracer, spans }
 })
 
+/** A server with a tracer that keeps every span, on a fresh workspace: what each case reads. */
+const tracedServer = Effect.gen(function*() {
+  const { cwd, dataDir } = workspace()
+  const token = "trace-token-0123456789"
+  const config = ServerConfig.make({ token, defaultCwd: cwd })
+  const { spans, tracer } = yield* keeping
+  const context = yield* Layer.build(Server.serve(config, { port: 0 }).pipe(Layer.provide(embedderEngine(dataDir, { responses: [] })), Layer.provide(Layer.setTracer(tracer))))
+  const url = yield* Effect.provide(Server.url, context)
+  const port = Number(new URL(url).port)
+  const key = Redacted.value(Security.pageKey(Redacted.make(token), String(port)))
+  return { config, key, port, spans, token, url }
+})
+
 describe("the page's key in the server's traces", () => {
   it.scopedLive("no span of the server holds the page's key, the cookie or the token, whichever request carried or answered them", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const token = "trace-token-0123456789"
-      const config = ServerConfig.make({ token, defaultCwd: cwd })
-      const { spans, tracer } = yield* keeping
-      const engine = embedderEngine(dataDir, { responses: [] })
-      const context = yield* Layer.build(Server.serve(config, { port: 0 }).pipe(Layer.provide(engine), Layer.provide(Layer.setTracer(tracer))))
-      const url = yield* Effect.provide(Server.url, context)
-      const port = Number(new URL(url).port)
-      const key = Redacted.value(Security.pageKey(Redacted.make(token), String(port)))
+      const { key, port, spans, token, url } = yield* tracedServer
 
       // The sign-in form hands out the key (in its answer's header); the page reads and writes with it.
       const own = { origin: url, "content-type": "application/json" }
@@ -68,13 +73,7 @@ describe("the page's key in the server's traces", () => {
 
   it.scopedLive("the one-time sign-in URL's answer (`location: /#key=…`) leaves the page's key out of the server's spans; pages send a cross-origin opener policy (review 54)", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const token = "trace-token-0123456789"
-      const config = ServerConfig.make({ token, defaultCwd: cwd })
-      const { spans, tracer } = yield* keeping
-      const context = yield* Layer.build(Server.serve(config, { port: 0 }).pipe(Layer.provide(embedderEngine(dataDir, { responses: [] })), Layer.provide(Layer.setTracer(tracer))))
-      const port = Number(new URL(yield* Effect.provide(Server.url, context)).port)
-      const key = Redacted.value(Security.pageKey(Redacted.make(token), String(port)))
+      const { config, key, port, spans } = yield* tracedServer
       const answer = yield* Effect.promise(() => send(port, `/login?code=${config.loginCodes.issue()}`))
       expect(answer.status).toBe(303)
       expect(answer.headers["location"]).toBe(`/#key=${key}`)
