@@ -14,6 +14,8 @@
  *   `outsideTmp` in test/tmp.ts.
  * - `EFFECT_AGENT_TEST_HOST_TMP`: the machine's temp folder, for what is meant to outlive a run (the
  *   CLI's compile cache, one folder reused by every run).
+ * - `XDG_STATE_HOME`: `<TMPDIR>/state`, where taking a JSONL lock records the machine's boot (the
+ *   user's state folder otherwise).
  *
  * Both projects list this file first; the main process runs it once per project, so the folders are
  * made by the first and removed by the last teardown (a count kept on `globalThis`). A run that was
@@ -62,7 +64,7 @@ const removeAbandoned = (base: string) => {
   }
 }
 
-const names = ["TMPDIR", "EFFECT_AGENT_TEST_OUTSIDE_TMP", "EFFECT_AGENT_TEST_HOST_TMP"] as const
+const names = ["TMPDIR", "EFFECT_AGENT_TEST_OUTSIDE_TMP", "EFFECT_AGENT_TEST_HOST_TMP", "XDG_STATE_HOME"] as const
 
 export default function setup() {
   const existing = state[key]
@@ -87,6 +89,8 @@ export default function setup() {
     process.env.TMPDIR = inside
     process.env.EFFECT_AGENT_TEST_OUTSIDE_TMP = outside
     process.env.EFFECT_AGENT_TEST_HOST_TMP = host
+    // The JSONL lock's boot records (src/layers/writer/Boots.ts) go to the run's folder, not the home's.
+    process.env.XDG_STATE_HOME = join(inside, "state")
   }
   return () => {
     const run = state[key]

@@ -318,13 +318,35 @@ const verify = (filename: string, complete: boolean) =>
 /** The migrations are another process's, under way (see `layer`). */
 class MigratingElsewhere extends Data.TaggedError("MigratingElsewhere")<{}> {}
 
+/**
+ * Reads the database's schema into a connection, unprepared: the first statement a connection
+ * prepares reads the schema, so its preparation is what a writer holding the database locked refuses
+ * busy — and the client keeps a failed preparation for its statement (10 minutes), so every retry of
+ * that statement failed at once. Unprepared, each try prepares again; a busy preparation, which the
+ * client throws (a defect), is a failure here, for `SqliteBusy.retried`. Once read, the schema is
+ * the connection's: later statements prepare without a lock.
+ */
+const schemaLoaded: Effect.Effect<void, unknown, SqlClient.SqlClient> = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql`SELECT count(*) FROM sqlite_master`.unprepared.pipe(
+    Effect.catchAllDefect((defect) => SqliteBusy.isBusy(defect) ? Effect.fail(defect) : Effect.die(defect)),
+    Effect.asVoid
+  ))
+
 /** The client of a store that is only read (see `Options.readOnly`). */
 const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, EventStoreFailure> => {
-  const open = (file: string) => Layer.provideMerge(hardened, SqliteClient.layer({ filename: file, readonly: true, disableWAL: true }))
+  // Busy waits run on the scheduler here too (see `SqliteBusy`), from the first read on: with
+  // better-sqlite3's own 5 s, a writer holding the database locked stalled the whole process that long.
+  const shortWait = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, SqliteBusy.shortWait))
+  const open = (file: string) =>
+    Layer.provideMerge(Layer.merge(hardened, shortWait), SqliteClient.layer({ filename: file, readonly: true, disableWAL: true }))
   // Opening succeeds either way; the first read tells whether SQLite can share the file from here.
   // It reads the schema, which must be the migrations' (perhaps behind): a view of a repository's
-  // own in a table's place could make a listing endless.
-  const probe = Layer.effectDiscard(verify(filename, false))
+  // own in a table's place could make a listing endless. A database busy (a writer holding it
+  // locked) is waited for, then refused — never read from a copy taken under the writer's lock.
+  const probe = Layer.effectDiscard(Effect.zipRight(
+    SqliteBusy.retried(schemaLoaded).pipe(Effect.mapError((error) => openFailure(filename, error))),
+    SqliteBusy.retried(verify(filename, false))
+  ))
   const inPlace = probe.pipe(Layer.provideMerge(open(filename)))
   const copy = Layer.unwrapScoped(
     Effect.gen(function*() {
@@ -339,7 +361,8 @@ const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, Even
     })
   )
   const empty = migrate.pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" })))
-  return Layer.unwrapEffect(Effect.sync(() => existsSync(filename) ? inPlace.pipe(Layer.catchAllCause(() => copy)) : empty)).pipe(
+  const inPlaceOrCopy = inPlace.pipe(Layer.catchAllCause((cause) => SqliteBusy.isBusy(Cause.squash(cause)) ? Layer.failCause(cause) : copy))
+  return Layer.unwrapEffect(Effect.sync(() => existsSync(filename) ? inPlaceOrCopy : empty)).pipe(
     Layer.catchAllCause((cause) => Layer.fail(openFailure(filename, Cause.squash(cause))))
   )
 }

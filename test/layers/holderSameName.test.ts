@@ -20,4 +20,15 @@ describe("what a holder's record tells", () => {
     expect(Holder.sameMachine(me, holder({ hostname: "other", bootId: "boot-1", pidNamespace: "pid:[4026531836]" }))).toBe("judge by pid")
     expect(Holder.sameMachine(me, holder({ hostname: "other", bootId: "boot-2", pidNamespace: "pid:[4026531836]" }))).toBe("unknown")
   })
+
+  it("stores45: this host name and a boot this machine recorded as its own: dead (that boot is over); a boot it did not record: unknown", () => {
+    const recorded: Holder.Own = { ...me, recordedBoot: (bootId, host) => bootId === "boot-0" && host === "h" }
+    expect(Holder.sameMachine(recorded, holder({ bootId: "boot-0", pidNamespace: "pid:[4026531836]" }))).toBe("dead")
+    expect(Holder.sameMachine(recorded, holder({ bootId: "boot-0", pidNamespace: "pid:[4026532999]" }))).toBe("dead")
+    expect(Holder.sameMachine(recorded, holder({ bootId: "boot-2" }))).toBe("unknown")
+    // Another host name: never judged by this machine's records.
+    expect(Holder.sameMachine(recorded, holder({ hostname: "other", bootId: "boot-0" }))).toBe("unknown")
+    // This boot: judged by the pid, as before.
+    expect(Holder.sameMachine(recorded, holder({ bootId: "boot-1", pidNamespace: "pid:[4026531836]" }))).toBe("judge by pid")
+  })
 })

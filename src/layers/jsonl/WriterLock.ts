@@ -24,6 +24,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { EventStoreFailure, type EventStoreFailureReason, SessionBusy } from "../../domain/Errors.js"
 import * as PlainRelease from "../PlainRelease.js"
+import * as Boots from "../writer/Boots.js"
 import * as Holder from "../writer/Holder.js"
 import * as PlainFiles from "./PlainFiles.js"
 
@@ -185,8 +186,9 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
     const released = names.includes(`${highest}.released`)
     // An unreadable record cannot be a live holder's: records are published whole.
     if (holder !== undefined && !released) {
-      // A holder whose liveness cannot be known here (another host or container) is taken as alive.
-      const liveness = Holder.liveness(holder)
+      // A holder whose liveness cannot be known here (another host or container) is taken as alive;
+      // one of a boot of this machine that is over (its own record says so: see `Boots`) is dead.
+      const liveness = Holder.liveness(holder, Boots.recorded)
       if (liveness !== "dead") return { _tag: "Busy", holder, liveness }
       takenOverFrom = holder
     }
@@ -195,7 +197,8 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
   const temporary = join(dir, `.${me.nonce}.tmp`)
   // Not flushed to disk: a record matters only while its process lives. After a power loss a record
   // the crash left empty or torn reads as no holder; a whole one names the boot before, which this
-  // boot reads as "unknown", not dead (another machine of this host name may hold it: see
+  // boot reads as dead when this machine recorded that boot as its own (`Boots`, flushed before any
+  // lock of the boot is taken), else as "unknown" (another machine of this host name may hold it: see
   // `Holder.sameMachine`): the lock is busy until someone removes the folder, as `SessionBusy` says.
   // A flush would only make the second likelier. Another process sees the record through the page
   // cache as soon as it is linked. (An fsync here cost every first turn of a session milliseconds, many more on a busy disk.)
@@ -254,7 +257,7 @@ const heldBy = (logFile: string): { readonly generation: number; readonly holder
     if (names.includes(`${highest}.released`)) return undefined
     const text = readRecord(join(dir, `${highest}.json`))
     const holder = text === undefined ? undefined : Holder.parse(text)
-    return holder !== undefined && Holder.liveness(holder) !== "dead" ? { generation: highest, holder } : undefined
+    return holder !== undefined && Holder.liveness(holder, Boots.recorded) !== "dead" ? { generation: highest, holder } : undefined
   } catch {
     return undefined
   }
@@ -328,6 +331,9 @@ export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acqui
   return PlainRelease.acquireRelease(
     Effect.suspend((): Effect.Effect<Acquired, SessionBusy | EventStoreFailure> => {
       const me = Holder.current()
+      // Before any record of this boot can outlive it: so that after a crash and a reboot this
+      // machine knows the boot as its own (once per process; best effort).
+      Boots.recordOwn(me.bootId, me.hostname)
       try {
         const refused = ownFolder(sessionId, dir)
         if (refused !== undefined) return Effect.fail(refused)

@@ -104,6 +104,11 @@ export interface Own {
   readonly hostname: string
   readonly bootId: string | undefined
   readonly pidNamespace: string | undefined
+  /**
+   * Whether this machine recorded boot `bootId` under host name `hostname` as its own (see
+   * `Boots`): a boot of it that is over. Absent: nothing is known of boots before this one.
+   */
+  readonly recordedBoot?: ((bootId: string, hostname: string) => boolean) | undefined
 }
 
 /**
@@ -113,14 +118,19 @@ export interface Own {
  * at once — two writers interleaving one log. Nothing this process can read tells a reboot of this
  * machine from another machine of the same name: `/etc/machine-id` is one for every container of
  * an image and every clone of an unprepared VM image. So a lease waits out its expiry (a real
- * reboot costs one ttl), and a JSONL lock, which has none, is released by hand.
+ * reboot costs one ttl), and a JSONL lock, which has none, is judged on this machine's own record of
+ * its boots (`own.recordedBoot`, see `Boots`): of a boot this machine recorded under this host name,
+ * its holder is dead (that boot is over); of any other, unknown — released by hand.
  */
 export const sameMachine = (own: Own, holder: Holder): Liveness | "judge by pid" => {
   if (holder.hostname !== own.hostname) {
     const sameBoot = own.bootId !== undefined && holder.bootId === own.bootId
     return sameBoot && own.pidNamespace !== undefined && holder.pidNamespace === own.pidNamespace ? "judge by pid" : "unknown"
   }
-  return differ(holder.bootId, own.bootId) || differ(holder.pidNamespace, own.pidNamespace) ? "unknown" : "judge by pid"
+  if (holder.bootId !== undefined && differ(holder.bootId, own.bootId)) {
+    return own.recordedBoot?.(holder.bootId, own.hostname) === true ? "dead" : "unknown"
+  }
+  return differ(holder.pidNamespace, own.pidNamespace) ? "unknown" : "judge by pid"
 }
 
 /**
@@ -134,10 +144,12 @@ export const sameMachine = (own: Own, holder: Holder): Liveness | "judge by pid"
  * container, or `unshare --uts`, runs under another host name on the same kernel, and a holder
  * killed there was taken as alive for good (the JSONL lock has no expiry). A holder of another host
  * name is judged by its pid only when it records this boot and this pid namespace, both known; one
- * of this boot in another pid namespace stays unknown: its pid names another process here.
+ * of this boot in another pid namespace stays unknown: its pid names another process here. With
+ * `recordedBoot` (the JSONL lock's: `Boots.recorded`), a holder of this host name and a boot this
+ * machine recorded as its own is dead.
  */
-export const liveness = (holder: Holder): Liveness => {
-  const known = sameMachine({ hostname: hostname(), bootId: ownBootId, pidNamespace: ownPidNamespace }, holder)
+export const liveness = (holder: Holder, recordedBoot?: Own["recordedBoot"]): Liveness => {
+  const known = sameMachine({ hostname: hostname(), bootId: ownBootId, pidNamespace: ownPidNamespace, recordedBoot }, holder)
   if (known !== "judge by pid") return known
   if (holder.pid === process.pid) return differ(holder.startTime, ownStartTime) ? "dead" : "alive"
   try {
