@@ -44,6 +44,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as ApprovedWrites from "./ApprovedWrites.js"
 import * as Environment from "./Environment.js"
 import * as HookConfigsKept from "./HookConfigsKept.js"
 import * as Paths from "./Paths.js"
@@ -79,6 +80,8 @@ export interface Profile {
   readonly hidden: ReadonlyArray<string>
   /** The command's environment. */
   readonly env: Readonly<Record<string, string>>
+  /** The file tools' writes while the command runs, which its put-back leaves as they wrote them (`ApprovedWrites`). */
+  readonly approved?: ApprovedWrites.Registry | undefined
 }
 
 /** Credentials and agent settings under the user's home that commands never see. */
@@ -627,6 +630,10 @@ export const workspaceLaunch = (
 ): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
+    // Watched from before the files are looked at to the end of the put-back (the scope's close).
+    const approved = profile.approved === undefined
+      ? ApprovedWrites.none
+      : (yield* Effect.acquireRelease(Effect.sync(() => profile.approved!.watch(profile.cwd)), ({ done }) => Effect.sync(done))).watch
     const { gitDirs, hookConfigs, links, redirects, table, unnamed } = yield* Effect.promise(() => mountTable(profile, mounts))
     if (unnamed.length > 0) return refused(programs, `${unnamed.slice(0, 8).join(", ")}${unnamed.length > 8 ? ", …" : ""} in the working directory: a git or hooks folder whose path is not UTF-8 cannot be kept read-only; rename it`)
     const fstab = yield* Effect.acquireRelease(
@@ -651,7 +658,7 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), kept: Effect.promise(() => HookConfigsKept.keep(hookConfigs)), made: madeRepositories(cwd, gitDirs) }
+    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), kept: Effect.promise(() => HookConfigsKept.keep(hookConfigs, approved)), made: madeRepositories(cwd, gitDirs) }
   })
 
 /** A launch that runs nothing: it says why, as the setup says a sandbox it could not set up (exit 125). */
