@@ -10,9 +10,11 @@
  * the rest of the command's change kept when that leaves its bytes as they were (else the command's file is
  * set aside and the bytes from before put back).
  *
- * At each worktree's root inside cwd, and at cwd: where the hook managers look (lint-staged also
- * reads a `package.json` deeper in the tree; the file tools ask for those, commands are not watched
- * there).
+ * At each worktree's root inside cwd, and at cwd: where the hook managers look. Lint-staged also
+ * reads its configs and `package.json`'s `lint-staged` below a root (`RunsLater.readAtAnyDepth`): those
+ * the sandbox's bounded search of cwd reads (`Sandbox.findRepositories`: two folder levels down) are
+ * watched too, a config there before put back as it was when a command changed it (it is not bound
+ * read-only: it is not where the other managers look).
  *
  * @since 0.1.0
  * @internal
@@ -34,8 +36,31 @@ export interface Before {
   readonly roots: ReadonlyArray<string>
   /** The hook managers' configs there were, each where its folder leads. */
   readonly configs: ReadonlySet<string>
-  /** Each root's package.json, as text (`undefined`: none, or none a reader takes). */
+  /** Each root's package.json, and those below a root lint-staged reads, as text (`undefined`: none, or none a reader takes). */
   readonly packages: ReadonlyMap<string, string | undefined>
+  /** Lint-staged's configs below a root, each where its folder leads, with its bytes (`undefined`: over `configLimit`, not compared). */
+  readonly below: ReadonlyMap<string, Buffer | undefined>
+}
+
+/** The largest config below a root whose bytes are kept to be put back. */
+const configLimit = 1024 * 1024
+
+/**
+ * The files lint-staged reads that the search found (`Sandbox.findRepositories`) below the roots:
+ * the roots' own are looked at with the other hook managers'.
+ */
+const belowRoots = (roots: ReadonlyArray<string>, found: ReadonlyArray<string>) => {
+  const below = found.filter((path) => !roots.includes(NodePath.dirname(path)))
+  return {
+    packages: below.filter((path) => NodePath.basename(path) === "package.json"),
+    configs: below.filter((path) => NodePath.basename(path) !== "package.json")
+  }
+}
+
+/** The bytes of the regular file `path` (not followed if a link), up to `configLimit`; `undefined` past it or when none. */
+const bytesOf = async (path: string): Promise<Buffer | undefined> => {
+  const info = await NodeFs.lstat(path).catch(() => undefined)
+  return info?.isFile() === true && info.size <= configLimit ? NodeFs.readFile(path).catch(() => undefined) : undefined
 }
 
 /** The largest package.json compared; a larger one a command made is set aside whole (its keys cannot be read cheaply). */
@@ -57,16 +82,20 @@ const readPackage = async (file: string): Promise<string | undefined | "too larg
   }
 }
 
-/** What is there before a command in `cwd` (a real path) whose worktrees are `worktrees`. */
-export const before = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<Before> => {
+/**
+ * What is there before a command in `cwd` (a real path) whose worktrees are `worktrees`; `found`:
+ * the files lint-staged reads that the sandbox's search of cwd found.
+ */
+export const before = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>, found: ReadonlyArray<string> = []): Promise<Before> => {
   const roots = [...new Set([cwd, ...worktrees.map((w) => w.root).filter((root) => isInside(cwd, root))])]
-  const configs = new Set(await Promise.all((await Promise.all(roots.map(RunsLater.hookManagerFiles))).flat().map(whereItIs)))
-  const packages = new Map(await Promise.all(roots.map(async (root) => {
-    const file = NodePath.join(root, "package.json")
+  const deeper = belowRoots(roots, found)
+  const configs = new Set(await Promise.all([...(await Promise.all(roots.map(RunsLater.hookManagerFiles))).flat(), ...deeper.configs].map(whereItIs)))
+  const packages = new Map(await Promise.all([...roots.map((root) => NodePath.join(root, "package.json")), ...deeper.packages].map(async (file) => {
     const text = await readPackage(file)
     return [file, text === "too large" ? undefined : text] as const
   })))
-  return { cwd, roots, configs, packages }
+  const below = new Map(await Promise.all(deeper.configs.map(async (config) => [await whereItIs(config), await bytesOf(config)] as const)))
+  return { cwd, roots, configs, packages, below }
 }
 
 /** A config's path with its folder's real path (a `.config` that is a link compared by where it leads). */
@@ -193,8 +222,8 @@ const setAsideWhole = async (file: string, previous: string | undefined): Promis
 /** The most entries of a config folder the file tools wrote into that are compared with what they wrote; past it, it is set aside. */
 const folderLimit = 1000
 
-/** Whether `at` (a config file or folder) holds only what the file tools last wrote there (`written`), byte for byte. */
-const holdsOnly = async (at: string, written: ReadonlyMap<string, string>): Promise<boolean> => {
+/** Whether `at` (a config file or folder) holds only `written` (by path), byte for byte. */
+const holdsOnly = async (at: string, written: ReadonlyMap<string, Buffer>): Promise<boolean> => {
   let entries = 0
   const same = async (path: string): Promise<boolean> => {
     if (++entries > folderLimit) return false
@@ -205,40 +234,54 @@ const holdsOnly = async (at: string, written: ReadonlyMap<string, string>): Prom
       for (const name of names) if (!(await same(NodePath.join(path, name)))) return false
       return true
     }
-    const text = written.get(path)
-    if (info?.isFile() !== true || text === undefined || info.size !== Buffer.byteLength(text)) return false
+    const wanted = written.get(path)
+    if (info?.isFile() !== true || wanted === undefined || info.size !== wanted.length) return false
     const bytes = await NodeFs.readFile(path).catch(() => undefined)
-    return bytes !== undefined && bytes.equals(Buffer.from(text))
+    return bytes !== undefined && bytes.equals(wanted)
   }
   return same(at)
 }
 
 /**
- * A hook manager's config (or folder) the command found absent: set aside, unless it holds only
- * what the file tools wrote there meanwhile, byte for byte (they ask for every write there: the user
- * allowed it; an edit counts only of what they wrote, not of the command's text). One the command
- * changed too is set aside and what the file tools wrote put back where it was, each file made anew,
- * never through a link. Says what was done, or nothing.
+ * A hook manager's config (or folder) the command found absent, or one below a root with the bytes
+ * `previous` before it: set aside, unless it holds only what the file tools wrote there meanwhile,
+ * byte for byte (they ask for every write there: the user allowed it; an edit counts only of what
+ * they wrote, not of the command's text), or else `previous`. Once set aside, what the file tools
+ * wrote, or else `previous`, is put back where it was, each file made anew, never through a link.
+ * Says what was done, or nothing.
  */
-const keepConfig = async (config: string, at: string, writes: ReadonlyArray<ApprovedWrites.Write>, shown: (path: string) => string): Promise<string | undefined> => {
-  // A whole file written (`before` unread), or an edit of what they wrote: not an edit of the command's text.
-  const written = new Map<string, string>()
+const keepConfig = async (
+  config: string,
+  at: string,
+  writes: ReadonlyArray<ApprovedWrites.Write>,
+  shown: (path: string) => string,
+  previous?: Buffer
+): Promise<string | undefined> => {
+  // A whole file written (`before` unread), or an edit of what they wrote or of what was there before
+  // the command: not an edit of the command's text.
+  const texts = new Map<string, string>()
+  const was = (file: string) => texts.get(file) ?? (file === at ? previous?.toString("utf8") : undefined)
   for (const write of writes) {
     if (write.file !== at && !isInside(at, write.file)) continue
-    if (write.before === undefined || write.before === written.get(write.file)) written.set(write.file, write.after)
-    else written.delete(write.file)
+    if (write.before === undefined || write.before === was(write.file)) texts.set(write.file, write.after)
+    else texts.delete(write.file)
   }
-  if (written.size > 0 && (await holdsOnly(at, written))) return undefined
+  const written = new Map([...texts].map(([file, text]) => [file, Buffer.from(text)] as const))
+  // What is to be there: what the file tools wrote, or else the bytes from before.
+  const wanted = written.size > 0 ? written : previous === undefined ? undefined : new Map([[at, previous]])
+  if (wanted !== undefined && (await holdsOnly(at, wanted))) return undefined
   const aside = await setAside(config).catch(() => undefined)
   if (aside === undefined) return undefined
-  for (const [file, text] of written) {
+  for (const [file, bytes] of wanted ?? []) {
     await NodeFs.mkdir(NodePath.dirname(file), { recursive: true })
-      .then(() => NodeFs.writeFile(file, text, { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }))
+      .then(() => NodeFs.writeFile(file, bytes, { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }))
       .catch(() => undefined)
   }
-  return written.size === 0
-    ? `${shown(config)} (made by the command; now ${shown(aside)})`
-    : `${shown(config)} (made or changed by the command; now ${shown(aside)}, what the file tools wrote there meanwhile put back)`
+  return written.size > 0
+    ? `${shown(config)} (made or changed by the command; now ${shown(aside)}, what the file tools wrote there meanwhile put back)`
+    : previous !== undefined
+    ? `${shown(config)} (changed by the command; now ${shown(aside)}, put back as it was)`
+    : `${shown(config)} (made by the command; now ${shown(aside)})`
 }
 
 /**
@@ -280,23 +323,32 @@ const keepPackage = async (
  * After the command (its processes gone): sets aside the hook managers' configs it made and puts
  * package.json's hook runners' keys back as they were; says which, relative to cwd. What the file
  * tools wrote there while it ran (`approved`: a sibling subagent's write the user allowed) is left
- * as they wrote it, each file read and written under the file tools' lock.
+ * as they wrote it, each file read and written under the file tools' lock. `found`: the files
+ * lint-staged reads that the sandbox's search of cwd finds now (below the roots: see `before`).
  */
-export const keep = async (was: Before, approved: ApprovedWrites.Watch = ApprovedWrites.none): Promise<ReadonlyArray<string>> => {
+export const keep = async (was: Before, approved: ApprovedWrites.Watch = ApprovedWrites.none, found: ReadonlyArray<string> = []): Promise<ReadonlyArray<string>> => {
   const said: Array<string> = []
   const shown = (path: string) => NodePath.relative(was.cwd, path)
-  for (const root of was.roots) {
-    for (const config of await RunsLater.hookManagerFiles(root)) {
+  const deeper = belowRoots(was.roots, found)
+  const keepEach = async (configs: ReadonlyArray<string>, packages: ReadonlyArray<string>) => {
+    for (const config of configs) {
       const at = await whereItIs(config)
-      if (was.configs.has(at) || !(await inWorkspace(was.cwd, config))) continue
-      const note = await approved.exclusive(at, () => keepConfig(config, at, approved.writes, shown))
+      const previous = was.below.get(at)
+      if ((was.configs.has(at) && previous === undefined) || !(await inWorkspace(was.cwd, config))) continue
+      const note = await approved.exclusive(at, () => keepConfig(config, at, approved.writes, shown, previous))
       if (note !== undefined) said.push(note)
     }
-    const file = NodePath.join(root, "package.json")
-    if (!(await inWorkspace(was.cwd, file))) continue
-    const at = await NodeFs.realpath(file).catch(() => file)
-    const note = await approved.exclusive(at, () => keepPackage(file, at, was.packages.get(file), approved.writes, shown))
-    if (note !== undefined) said.push(note)
+    for (const file of packages) {
+      if (!(await inWorkspace(was.cwd, file))) continue
+      const at = await NodeFs.realpath(file).catch(() => file)
+      const note = await approved.exclusive(at, () => keepPackage(file, at, was.packages.get(file), approved.writes, shown))
+      if (note !== undefined) said.push(note)
+    }
   }
+  for (const root of was.roots) await keepEach(await RunsLater.hookManagerFiles(root), [NodePath.join(root, "package.json")])
+  // Then lint-staged's below the roots: there before, or found now.
+  const rootPackages = new Set(was.roots.map((root) => NodePath.join(root, "package.json")))
+  const deeperPackages = [...new Set([...was.packages.keys(), ...deeper.packages])].filter((file) => !rootPackages.has(file))
+  await keepEach(deeper.configs, deeperPackages)
   return said
 }
