@@ -6,6 +6,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { afterAll, describe, expect, it, vi } from "vitest"
+import * as ApprovedWrites from "../../src/layers/workspace/ApprovedWrites.js"
 import * as HookConfigsKept from "../../src/layers/workspace/HookConfigsKept.js"
 import * as RunsLater from "../../src/layers/workspace/RunsLater.js"
 
@@ -128,5 +129,31 @@ describe("a package.json with other names (hard links)", () => {
     expect(NodeFs.readFileSync(other, "utf8")).toBe(before)
     expect(NodeFs.statSync(other).ino).toBe(NodeFs.statSync(file).ino)
     expect(NodeFs.readFileSync(NodePath.join(cwd, "package.json.set-aside"), "utf8")).toBe(commands)
+  })
+})
+
+// Trust 45: what the file tools wrote while the command ran (`ApprovedWrites`), called directly.
+describe("the file tools' writes noted while a command ran", () => {
+  it("a config folder holding only what they wrote stays; an edit of the command's text is not theirs, set aside", async () => {
+    const { cwd, was } = await workspace(`{}\n`)
+    const registry = ApprovedWrites.make((_file, use) => use())
+    const { done, watch } = registry.watch(cwd)
+    // A file tool's write into a folder of lefthook's scripts, made meanwhile.
+    const script = NodePath.join(cwd, ".lefthook", "pre-commit", "lint.sh")
+    NodeFs.mkdirSync(NodePath.dirname(script), { recursive: true })
+    NodeFs.writeFileSync(script, "eslint .\n")
+    registry.wrote({ file: script, before: undefined, after: "eslint .\n" })
+    // The command made a .lintstagedrc, which a file tool's edit then changed: the edit was asked for, the rest is the command's.
+    const config = NodePath.join(cwd, ".lintstagedrc")
+    NodeFs.writeFileSync(config, `"*": touch /tmp/owned\n# edited\n`)
+    registry.wrote({ file: config, before: `"*": touch /tmp/owned\n`, after: `"*": touch /tmp/owned\n# edited\n` })
+    // A write noted in another workspace is not this command's.
+    registry.wrote({ file: NodePath.join(root, "elsewhere", ".lintstagedrc"), before: undefined, after: "x" })
+    const said = await HookConfigsKept.keep(was, watch)
+    done()
+    expect(NodeFs.readFileSync(script, "utf8")).toBe("eslint .\n")
+    expect(said).toEqual([".lintstagedrc (made by the command; now .lintstagedrc.set-aside)"])
+    expect(NodeFs.existsSync(config)).toBe(false)
+    expect(watch.writes.map((write) => NodePath.relative(cwd, write.file))).toEqual([".lefthook/pre-commit/lint.sh", ".lintstagedrc"])
   })
 })
