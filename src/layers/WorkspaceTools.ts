@@ -43,6 +43,7 @@ import {
 } from "../services/ToolRouter.js"
 import * as KeyedLock from "./KeyedLock.js"
 import * as TrustStore from "./TrustStore.js"
+import * as ApprovedWrites from "./workspace/ApprovedWrites.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as GitPrograms from "./workspace/GitPrograms.js"
@@ -253,6 +254,10 @@ export const make = (options: Options = {}) =>
 
     // Writes to one file are serialized: an edit reads, changes and writes under its file's lock.
     const { withLock: withFileLock } = yield* KeyedLock.make<string>()
+    // What the file tools write while a command runs, which its put-back leaves alone; it reads and
+    // writes under the same lock (`ApprovedWrites`).
+    const lockRuntime = yield* Effect.runtime<never>()
+    const approvedWrites = ApprovedWrites.make((file, use) => Runtime.runPromise(lockRuntime)(withFileLock(file)(Effect.promise(use))))
 
     const resolve = (cwd: string, requested: string, access: "read" | "write") => Paths.resolve(fs, path, cwd, requested, access)
     // Relative to the real cwd: resolved paths are real, so a cwd reached through a link still shows them short.
@@ -387,12 +392,14 @@ export const make = (options: Options = {}) =>
           const singleName = call.paths[0]!.insideCwd
           const write = SafeFile.writeFile(file, bytes, { singleName }).pipe(Effect.catchAll(fileFailure(input.path)))
           yield* withFileLock(file)(
-            PackageHooks.isPackageJson(file) && call.paths[0]!.runsLater === undefined
-              ? Effect.flatMap(packageText(file), (before) => {
-                const refused = hooksChangedSince(call, before, input.content)
-                return refused === undefined ? write : Effect.fail(refused)
-              })
-              : write
+            Effect.gen(function*() {
+              // A package.json's text before: what its hook keys were, for the check below and a command's put-back.
+              const before = PackageHooks.isPackageJson(file) ? yield* packageText(file) : undefined
+              const refused = PackageHooks.isPackageJson(file) ? hooksChangedSince(call, before, input.content) : undefined
+              if (refused !== undefined) return yield* Effect.fail(refused)
+              yield* write
+              approvedWrites.wrote({ file, before, after: input.content })
+            })
           )
           return { result: `Wrote ${Plural.count(bytes.length, "byte")} to ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("write_file"))
@@ -408,6 +415,7 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
           let count = 0
+          let wrote: ApprovedWrites.Write | undefined
           // Read, change and write through one handle, under the file's lock.
           yield* withFileLock(file)(
             SafeFile.updateFile(file, maxFile, (bytes) => {
@@ -436,8 +444,13 @@ export const make = (options: Options = {}) =>
               }
               const updated = edited(text, input)!
               const refused = PackageHooks.isPackageJson(file) ? hooksChangedSince(call, text, updated) : undefined
-              return refused === undefined ? Either.right(new TextEncoder().encode(updated)) : Either.left(refused)
-            }, { singleName: call.paths[0]!.insideCwd }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
+              if (refused !== undefined) return Either.left(refused)
+              wrote = { file, before: text, after: updated }
+              return Either.right(new TextEncoder().encode(updated))
+            }, { singleName: call.paths[0]!.insideCwd }).pipe(
+              Effect.catchTag("FileError", fileFailure(input.path)),
+              Effect.tap(() => Effect.sync(() => wrote !== undefined && approvedWrites.wrote(wrote)))
+            )
           )
           return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("edit_file"))
@@ -657,7 +670,13 @@ export const make = (options: Options = {}) =>
           const env = Environment.withSafeGit(Environment.build(process.env, { ...yield* commandEnv, hidden: hiddenEnv, cwd: context.cwd }))
           // A pinned cwd is its real path as checked (`stillWhereItWas`): resolved again here, a link
           // swapped in since would make where it leads the sandbox's workspace.
-          const launch = yield* sandbox.launch({ cwd: context.pinnedCwd === true ? NodePath.resolve(context.cwd) : yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
+          const launch = yield* sandbox.launch({
+            cwd: context.pinnedCwd === true ? NodePath.resolve(context.cwd) : yield* Paths.realCwd(context.cwd),
+            network: options.network === true,
+            hidden: yield* hiddenPaths,
+            env,
+            approved: approvedWrites
+          })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           // The once-a-second throttle on monotonic time: on the wall clock, a step back silenced the

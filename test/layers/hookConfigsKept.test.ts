@@ -5,7 +5,8 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, vi } from "vitest"
+import * as ApprovedWrites from "../../src/layers/workspace/ApprovedWrites.js"
 import * as HookConfigsKept from "../../src/layers/workspace/HookConfigsKept.js"
 import * as RunsLater from "../../src/layers/workspace/RunsLater.js"
 
@@ -71,5 +72,88 @@ describe("hook runners' own config files", () => {
       expect(NodeFs.existsSync(NodePath.join(cwd, name)), name).toBe(false)
       expect(said).toContain(`${name}.set-aside`)
     }
+  })
+})
+
+// Trust 45: the put-back's temporary file was named from the agent's pid and the time (`wx`): a
+// command that planted that name (a file, a link) made the put-back fail, the hook kept.
+describe("the put-back's temporary file", () => {
+  it("a name planted beside package.json (the old pid-and-time one, a link elsewhere) neither stops the put-back nor is written through", async () => {
+    const before = `{\n  "name": "x",\n  "version": "1.0.0"\n}\n`
+    const { cwd, file, was } = await workspace(before)
+    NodeFs.writeFileSync(file, `{\n  "name": "x",\n  "version": "2.0.0",\n  "lint-staged": {\n    "*": "touch /tmp/owned"\n  }\n}\n`)
+    const elsewhere = NodePath.join(root, `elsewhere${n}`)
+    const now = 1_700_000_000_000
+    const clock = vi.spyOn(Date, "now").mockReturnValue(now)
+    try {
+      NodeFs.symlinkSync(elsewhere, `${file}.effect-agent-${process.pid}-${now}`)
+      const said = await HookConfigsKept.keep(was)
+      expect(said).toEqual(["package.json's lint-staged (put back as they were)"])
+    } finally {
+      clock.mockRestore()
+    }
+    expect(NodeFs.readFileSync(file, "utf8")).toBe(before.replace("1.0.0", "2.0.0"))
+    expect(NodeFs.existsSync(elsewhere)).toBe(false)
+    // Nothing of the put-back's left beside it: only the planted link.
+    expect(NodeFs.readdirSync(cwd).sort()).toEqual(["package.json", `package.json.effect-agent-${process.pid}-${now}`])
+  })
+})
+
+// Trust 45: the put-back renamed a new file over package.json, so a package.json with a second name
+// (a hard link) lost it, and the other name kept the command's hook.
+describe("a package.json with other names (hard links)", () => {
+  it("is put back in place: every name reads the keys put back, still one file", async () => {
+    const before = `{\n  "name": "x",\n  "version": "1.0.0"\n}\n`
+    const { cwd, file, was } = await workspace(before, 0o600)
+    const other = NodePath.join(cwd, "shared.json")
+    NodeFs.linkSync(file, other)
+    // The command writes through the name, in place: both names read it.
+    NodeFs.writeFileSync(file, `{\n  "name": "x",\n  "version": "2.0.0",\n  "simple-git-hooks": {\n    "pre-commit": "touch /tmp/owned"\n  }\n}\n`)
+    expect(await HookConfigsKept.keep(was)).toEqual(["package.json's simple-git-hooks (put back as they were)"])
+    expect(NodeFs.readFileSync(file, "utf8")).toBe(before.replace("1.0.0", "2.0.0"))
+    expect(NodeFs.statSync(other).ino).toBe(NodeFs.statSync(file).ino)
+    expect(NodeFs.readFileSync(other, "utf8")).toBe(before.replace("1.0.0", "2.0.0"))
+    expect(NodeFs.statSync(file).mode & 0o777).toBe(0o600)
+  })
+
+  it("one not rewritable byte for byte gets its bytes from before in place; the command's is copied aside", async () => {
+    const before = `{\r\n  "name": "x"\r\n}\r\n`
+    const { cwd, file, was } = await workspace(before)
+    const other = NodePath.join(cwd, "shared.json")
+    NodeFs.linkSync(file, other)
+    const commands = `{\r\n  "name": "x",\r\n  "lint-staged": {"*": "touch /tmp/owned"}\r\n}\r\n`
+    NodeFs.writeFileSync(file, commands)
+    const said = await HookConfigsKept.keep(was)
+    expect(said.join("\n")).toContain("package.json.set-aside")
+    expect(NodeFs.readFileSync(file, "utf8")).toBe(before)
+    expect(NodeFs.readFileSync(other, "utf8")).toBe(before)
+    expect(NodeFs.statSync(other).ino).toBe(NodeFs.statSync(file).ino)
+    expect(NodeFs.readFileSync(NodePath.join(cwd, "package.json.set-aside"), "utf8")).toBe(commands)
+  })
+})
+
+// Trust 45: what the file tools wrote while the command ran (`ApprovedWrites`), called directly.
+describe("the file tools' writes noted while a command ran", () => {
+  it("a config folder holding only what they wrote stays; an edit of the command's text is not theirs, set aside", async () => {
+    const { cwd, was } = await workspace(`{}\n`)
+    const registry = ApprovedWrites.make((_file, use) => use())
+    const { done, watch } = registry.watch(cwd)
+    // A file tool's write into a folder of lefthook's scripts, made meanwhile.
+    const script = NodePath.join(cwd, ".lefthook", "pre-commit", "lint.sh")
+    NodeFs.mkdirSync(NodePath.dirname(script), { recursive: true })
+    NodeFs.writeFileSync(script, "eslint .\n")
+    registry.wrote({ file: script, before: undefined, after: "eslint .\n" })
+    // The command made a .lintstagedrc, which a file tool's edit then changed: the edit was asked for, the rest is the command's.
+    const config = NodePath.join(cwd, ".lintstagedrc")
+    NodeFs.writeFileSync(config, `"*": touch /tmp/owned\n# edited\n`)
+    registry.wrote({ file: config, before: `"*": touch /tmp/owned\n`, after: `"*": touch /tmp/owned\n# edited\n` })
+    // A write noted in another workspace is not this command's.
+    registry.wrote({ file: NodePath.join(root, "elsewhere", ".lintstagedrc"), before: undefined, after: "x" })
+    const said = await HookConfigsKept.keep(was, watch)
+    done()
+    expect(NodeFs.readFileSync(script, "utf8")).toBe("eslint .\n")
+    expect(said).toEqual([".lintstagedrc (made by the command; now .lintstagedrc.set-aside)"])
+    expect(NodeFs.existsSync(config)).toBe(false)
+    expect(watch.writes.map((write) => NodePath.relative(cwd, write.file))).toEqual([".lefthook/pre-commit/lint.sh", ".lintstagedrc"])
   })
 })

@@ -222,3 +222,33 @@ describe.runIf(detected._tag === "Workspace")("the command sandbox sets aside a 
     expect(NodeFs.existsSync(NodePath.join(cwd, "sub", "lefthook.yml"))).toBe(false)
   })
 })
+
+// Trust 45: lint-staged reads every `package.json` and config of its own in the repository (`git ls-files
+// '**/package.json' '**/.lintstagedrc*' …`), each for the staged files below it, not only the root's:
+// a command that gave `packages/web/package.json` a `lint-staged` key ran it at the next commit.
+describe.runIf(detected._tag === "Workspace")("the command sandbox puts back lint-staged's settings below a worktree's root too", () => {
+  it("a workspace package's package.json: its lint-staged put back; one made with it set aside", async () => {
+    const cwd = repository()
+    const web = NodePath.join(cwd, "packages", "web", "package.json")
+    // What the command copies in: files of the test's, so that no quoting stands in the way.
+    NodeFs.writeFileSync(NodePath.join(cwd, "web.json"), `${JSON.stringify({ name: "web", private: true, "lint-staged": { "*": "touch /tmp/owned" } }, null, 2)}\n`)
+    NodeFs.writeFileSync(NodePath.join(cwd, "evil.json"), `{"lint-staged": {"*": "touch /tmp/owned"}}\n`)
+    const said = await shell(cwd, `sh -c 'cp web.json packages/web/package.json && mkdir -p packages/evil && cp evil.json packages/evil/package.json && echo done'`)
+    expect(said).toContain("packages/web/package.json's lint-staged")
+    expect(NodeFs.readFileSync(web, "utf8")).toBe(`${JSON.stringify({ name: "web", private: true }, null, 2)}\n`)
+    expect(NodeFs.existsSync(NodePath.join(cwd, "packages", "evil", "package.json"))).toBe(false)
+    expect(NodeFs.readFileSync(NodePath.join(cwd, "packages", "evil", "package.json.set-aside"), "utf8")).toContain("owned")
+  })
+
+  it("a lint-staged config made below the root is set aside; one there before, changed, is put back as it was", async () => {
+    const cwd = repository()
+    const kept = NodePath.join(cwd, "packages", "web", ".lintstagedrc")
+    NodeFs.writeFileSync(kept, `"*.js": eslint\n`)
+    NodeFs.writeFileSync(NodePath.join(cwd, "evil.yml"), `"*": touch /tmp/owned\n`)
+    const said = await shell(cwd, `sh -c 'cp evil.yml packages/web/.lintstagedrc.yml && cat evil.yml >> packages/web/.lintstagedrc && echo done'`)
+    expect(said).toContain(".lintstagedrc.yml.set-aside")
+    expect(NodeFs.existsSync(NodePath.join(cwd, "packages", "web", ".lintstagedrc.yml"))).toBe(false)
+    expect(NodeFs.readFileSync(kept, "utf8")).toBe(`"*.js": eslint\n`)
+    expect(NodeFs.readFileSync(`${kept}.set-aside`, "utf8")).toContain("owned")
+  })
+})

@@ -10,16 +10,20 @@
  * the rest of the command's change kept when that leaves its bytes as they were (else the command's file is
  * set aside and the bytes from before put back).
  *
- * At each worktree's root inside cwd, and at cwd: where the hook managers look (lint-staged also
- * reads a `package.json` deeper in the tree; the file tools ask for those, commands are not watched
- * there).
+ * At each worktree's root inside cwd, and at cwd: where the hook managers look. Lint-staged also
+ * reads its configs and `package.json`'s `lint-staged` below a root (`RunsLater.readAtAnyDepth`): those
+ * the sandbox's bounded search of cwd reads (`Sandbox.findRepositories`: two folder levels down) are
+ * watched too, a config there before put back as it was when a command changed it (it is not bound
+ * read-only: it is not where the other managers look).
  *
  * @since 0.1.0
  * @internal
  */
-import { constants } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { constants, type Stats } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import * as ApprovedWrites from "./ApprovedWrites.js"
 import * as PackageHooks from "./PackageHooks.js"
 import * as Paths from "./Paths.js"
 import * as RunsLater from "./RunsLater.js"
@@ -32,8 +36,31 @@ export interface Before {
   readonly roots: ReadonlyArray<string>
   /** The hook managers' configs there were, each where its folder leads. */
   readonly configs: ReadonlySet<string>
-  /** Each root's package.json, as text (`undefined`: none, or none a reader takes). */
+  /** Each root's package.json, and those below a root lint-staged reads, as text (`undefined`: none, or none a reader takes). */
   readonly packages: ReadonlyMap<string, string | undefined>
+  /** Lint-staged's configs below a root, each where its folder leads, with its bytes (`undefined`: over `configLimit`, not compared). */
+  readonly below: ReadonlyMap<string, Buffer | undefined>
+}
+
+/** The largest config below a root whose bytes are kept to be put back. */
+const configLimit = 1024 * 1024
+
+/**
+ * The files lint-staged reads that the search found (`Sandbox.findRepositories`) below the roots:
+ * the roots' own are looked at with the other hook managers'.
+ */
+const belowRoots = (roots: ReadonlyArray<string>, found: ReadonlyArray<string>) => {
+  const below = found.filter((path) => !roots.includes(NodePath.dirname(path)))
+  return {
+    packages: below.filter((path) => NodePath.basename(path) === "package.json"),
+    configs: below.filter((path) => NodePath.basename(path) !== "package.json")
+  }
+}
+
+/** The bytes of the regular file `path` (not followed if a link), up to `configLimit`; `undefined` past it or when none. */
+const bytesOf = async (path: string): Promise<Buffer | undefined> => {
+  const info = await NodeFs.lstat(path).catch(() => undefined)
+  return info?.isFile() === true && info.size <= configLimit ? NodeFs.readFile(path).catch(() => undefined) : undefined
 }
 
 /** The largest package.json compared; a larger one a command made is set aside whole (its keys cannot be read cheaply). */
@@ -55,16 +82,20 @@ const readPackage = async (file: string): Promise<string | undefined | "too larg
   }
 }
 
-/** What is there before a command in `cwd` (a real path) whose worktrees are `worktrees`. */
-export const before = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<Before> => {
+/**
+ * What is there before a command in `cwd` (a real path) whose worktrees are `worktrees`; `found`:
+ * the files lint-staged reads that the sandbox's search of cwd found.
+ */
+export const before = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>, found: ReadonlyArray<string> = []): Promise<Before> => {
   const roots = [...new Set([cwd, ...worktrees.map((w) => w.root).filter((root) => isInside(cwd, root))])]
-  const configs = new Set(await Promise.all((await Promise.all(roots.map(RunsLater.hookManagerFiles))).flat().map(whereItIs)))
-  const packages = new Map(await Promise.all(roots.map(async (root) => {
-    const file = NodePath.join(root, "package.json")
+  const deeper = belowRoots(roots, found)
+  const configs = new Set(await Promise.all([...(await Promise.all(roots.map(RunsLater.hookManagerFiles))).flat(), ...deeper.configs].map(whereItIs)))
+  const packages = new Map(await Promise.all([...roots.map((root) => NodePath.join(root, "package.json")), ...deeper.packages].map(async (file) => {
     const text = await readPackage(file)
     return [file, text === "too large" ? undefined : text] as const
   })))
-  return { cwd, roots, configs, packages }
+  const below = new Map(await Promise.all(deeper.configs.map(async (config) => [await whereItIs(config), await bytesOf(config)] as const)))
+  return { cwd, roots, configs, packages, below }
 }
 
 /** A config's path with its folder's real path (a `.config` that is a link compared by where it leads). */
@@ -81,27 +112,88 @@ const inWorkspace = async (cwd: string, path: string): Promise<boolean> => {
   return folder !== undefined && isInside(cwd, folder)
 }
 
-/** Renames `path` to the first free `<path>.set-aside[-n]` beside it (a rename in one folder: nothing copied, nothing lost). */
-export const setAside = async (path: string): Promise<string> => {
+/** The first free `<path>.set-aside[-n]` beside `path`. */
+const asideName = async (path: string): Promise<string> => {
   for (let n = 1; ; n++) {
     const aside = `${path}.set-aside${n === 1 ? "" : `-${n}`}`
-    if ((await NodeFs.lstat(aside).catch(() => undefined)) !== undefined) continue
-    await NodeFs.rename(path, aside)
-    return aside
+    if ((await NodeFs.lstat(aside).catch(() => undefined)) === undefined) return aside
+  }
+}
+
+/** Renames `path` to the first free `<path>.set-aside[-n]` beside it (a rename in one folder: nothing copied, nothing lost). */
+export const setAside = async (path: string): Promise<string> => {
+  const aside = await asideName(path)
+  await NodeFs.rename(path, aside)
+  return aside
+}
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0
+
+/**
+ * A new file beside `file` to write and rename over it, opened `O_CREAT | O_EXCL | O_NOFOLLOW` under
+ * a random name (`<file>.effect-agent-<24 hex digits>`): a name a command planted beside it (a file,
+ * a link to elsewhere) is never opened nor written through, and cannot be guessed to stop the
+ * put-back (trust 45: the name was the agent's pid and the time, and a planted one failed it).
+ */
+const temporaryBeside = async (file: string, tries = 4): Promise<{ readonly temporary: string; readonly handle: NodeFs.FileHandle }> => {
+  const temporary = `${file}.effect-agent-${randomBytes(12).toString("hex")}`
+  try {
+    return { temporary, handle: await NodeFs.open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, 0o600) }
+  } catch (error) {
+    if (tries > 1 && (error as NodeJS.ErrnoException).code === "EEXIST") return temporaryBeside(file, tries - 1)
+    throw error
   }
 }
 
 /**
  * Writes `text` as `file`, a new file renamed over it: a link put there is replaced, never followed.
- * The new file gets `mode` (the replaced file's permission bits: a 0600 package.json stays private).
+ * The new file gets `mode` (the replaced file's permission bits: a 0600 package.json stays private);
+ * it is removed when anything fails.
  */
 const replaceWith = async (file: string, text: string, mode: number): Promise<void> => {
-  const temporary = `${file}.effect-agent-${process.pid}-${Date.now()}`
-  await NodeFs.writeFile(temporary, text, { flag: "wx", mode: 0o600 })
-  await NodeFs.chmod(temporary, mode).then(() => NodeFs.rename(temporary, file)).catch(async (error: unknown) => {
+  const { handle, temporary } = await temporaryBeside(file)
+  try {
+    try {
+      await handle.writeFile(text)
+      await handle.chmod(mode)
+    } finally {
+      await handle.close()
+    }
+    await NodeFs.rename(temporary, file)
+  } catch (error) {
     await NodeFs.rm(temporary, { force: true })
     throw error
-  })
+  }
+}
+
+/** A regular file with more than one name (a hard link): written in place, not replaced (`putBack`). */
+const hasOtherNames = (info: Stats | undefined): info is Stats => info?.isFile() === true && info.nlink > 1
+
+/**
+ * Writes `text` over the bytes of `file`, the regular file `seen` was, through a descriptor opened
+ * without following a link and checked to be that file still (device and inode).
+ */
+const rewriteInPlace = async (file: string, text: string, seen: Stats): Promise<void> => {
+  const handle = await NodeFs.open(file, constants.O_WRONLY | O_NOFOLLOW | constants.O_NONBLOCK)
+  try {
+    const now = await handle.stat()
+    if (!now.isFile() || now.dev !== seen.dev || now.ino !== seen.ino) throw new Error("the file changed while it was put back")
+    await handle.writeFile(text)
+    await handle.truncate(Buffer.byteLength(text))
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * Puts `text` back as `file`: a new file renamed over it (`replaceWith`), or, when the file has
+ * other names (a hard link: `packages/app/package.json` the same file as the root's, a store's
+ * link), its bytes rewritten in place (`rewriteInPlace`), so that every name reads what was put back
+ * — a rename gave this name a new file and left the others with the command's (trust 45).
+ */
+const putBack = async (file: string, text: string, mode: number): Promise<void> => {
+  const seen = await NodeFs.lstat(file).catch(() => undefined)
+  return hasOtherNames(seen) ? rewriteInPlace(file, text, seen) : replaceWith(file, text, mode)
 }
 
 /** The permission bits of what `file` leads to (0644 when it cannot be read), kept on what replaces it. */
@@ -109,50 +201,154 @@ const modeOf = async (file: string): Promise<number> => ((await NodeFs.stat(file
 
 /**
  * Sets the command's `file` aside whole and puts `previous` (the bytes there before, if any) back
- * verbatim: what is done when its hook keys cannot be put back without rewriting the rest.
+ * verbatim: what is done when its hook keys cannot be put back without rewriting the rest. A file
+ * with other names is copied aside and `previous` written in place (`putBack`).
  */
 const setAsideWhole = async (file: string, previous: string | undefined): Promise<string | undefined> => {
+  const seen = await NodeFs.lstat(file).catch(() => undefined)
+  if (previous !== undefined && hasOtherNames(seen)) {
+    const aside = await asideName(file)
+    const copied = await NodeFs.copyFile(file, aside, constants.COPYFILE_EXCL).then(() => true, () => false)
+    if (!copied) return undefined
+    await rewriteInPlace(file, previous, seen).catch(() => undefined)
+    return aside
+  }
   const mode = await modeOf(file)
   const aside = await setAside(file).catch(() => undefined)
   if (aside !== undefined && previous !== undefined) await replaceWith(file, previous, mode).catch(() => undefined)
   return aside
 }
 
+/** The most entries of a config folder the file tools wrote into that are compared with what they wrote; past it, it is set aside. */
+const folderLimit = 1000
+
+/** Whether `at` (a config file or folder) holds only `written` (by path), byte for byte. */
+const holdsOnly = async (at: string, written: ReadonlyMap<string, Buffer>): Promise<boolean> => {
+  let entries = 0
+  const same = async (path: string): Promise<boolean> => {
+    if (++entries > folderLimit) return false
+    const info = await NodeFs.lstat(path).catch(() => undefined)
+    if (info?.isDirectory() === true) {
+      const names = await NodeFs.readdir(path).catch(() => undefined)
+      if (names === undefined) return false
+      for (const name of names) if (!(await same(NodePath.join(path, name)))) return false
+      return true
+    }
+    const wanted = written.get(path)
+    if (info?.isFile() !== true || wanted === undefined || info.size !== wanted.length) return false
+    const bytes = await NodeFs.readFile(path).catch(() => undefined)
+    return bytes !== undefined && bytes.equals(wanted)
+  }
+  return same(at)
+}
+
+/**
+ * A hook manager's config (or folder) the command found absent, or one below a root with the bytes
+ * `previous` before it: set aside, unless it holds only what the file tools wrote there meanwhile,
+ * byte for byte (they ask for every write there: the user allowed it; an edit counts only of what
+ * they wrote, not of the command's text), or else `previous`. Once set aside, what the file tools
+ * wrote, or else `previous`, is put back where it was, each file made anew, never through a link.
+ * Says what was done, or nothing.
+ */
+const keepConfig = async (
+  config: string,
+  at: string,
+  writes: ReadonlyArray<ApprovedWrites.Write>,
+  shown: (path: string) => string,
+  previous?: Buffer
+): Promise<string | undefined> => {
+  // A whole file written (`before` unread), or an edit of what they wrote or of what was there before
+  // the command: not an edit of the command's text.
+  const texts = new Map<string, string>()
+  const was = (file: string) => texts.get(file) ?? (file === at ? previous?.toString("utf8") : undefined)
+  for (const write of writes) {
+    if (write.file !== at && !isInside(at, write.file)) continue
+    if (write.before === undefined || write.before === was(write.file)) texts.set(write.file, write.after)
+    else texts.delete(write.file)
+  }
+  const written = new Map([...texts].map(([file, text]) => [file, Buffer.from(text)] as const))
+  // What is to be there: what the file tools wrote, or else the bytes from before.
+  const wanted = written.size > 0 ? written : previous === undefined ? undefined : new Map([[at, previous]])
+  if (wanted !== undefined && (await holdsOnly(at, wanted))) return undefined
+  const aside = await setAside(config).catch(() => undefined)
+  if (aside === undefined) return undefined
+  for (const [file, bytes] of wanted ?? []) {
+    await NodeFs.mkdir(NodePath.dirname(file), { recursive: true })
+      .then(() => NodeFs.writeFile(file, bytes, { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }))
+      .catch(() => undefined)
+  }
+  return written.size > 0
+    ? `${shown(config)} (made or changed by the command; now ${shown(aside)}, what the file tools wrote there meanwhile put back)`
+    : previous !== undefined
+    ? `${shown(config)} (changed by the command; now ${shown(aside)}, put back as it was)`
+    : `${shown(config)} (made by the command; now ${shown(aside)})`
+}
+
+/**
+ * Puts back the hook runners' keys of the package.json `file` (real: `at`) as they were before the
+ * command (`previous`), or as the file tools' writes meanwhile left them (`writes`:
+ * `PackageHooks.approvedOnto`). Says what was done, or nothing.
+ */
+const keepPackage = async (
+  file: string,
+  at: string,
+  before: string | undefined,
+  writes: ReadonlyArray<ApprovedWrites.Write>,
+  shown: (path: string) => string
+): Promise<string | undefined> => {
+  let previous = before
+  for (const write of writes) if (write.file === at) previous = PackageHooks.approvedOnto(previous, write.before, write.after)
+  const now = await readPackage(file)
+  if (now === "too large") {
+    const aside = await setAsideWhole(file, previous)
+    return aside === undefined ? undefined : `${shown(file)} (larger than ${packageLimit} bytes, its hook keys unread; the command's is now ${shown(aside)})`
+  }
+  const keys = now === undefined ? [] : PackageHooks.changedKeys(previous, now)
+  const kept = keys.length === 0 ? undefined : PackageHooks.keptAsBefore(previous, now!)
+  if (kept === undefined) return undefined
+  // Put back by re-serialising: only when that leaves the rest of the file byte for byte (no CRLF,
+  // big or `1.50` numbers, `\u` escapes, duplicate keys, BOM lost); otherwise the user's bytes
+  // from before come back whole and the command's file is kept beside them.
+  if (PackageHooks.keptAsBefore(now, now!) !== now) {
+    const aside = await setAsideWhole(file, previous)
+    return aside === undefined
+      ? undefined
+      : `${shown(file)}'s ${keys.join(", ")} (changed by the command in a file not rewritable byte for byte; put back as it was before, the command's is now ${shown(aside)})`
+  }
+  const written = await putBack(file, kept, await modeOf(file)).then(() => true, () => false)
+  return written ? `${shown(file)}'s ${keys.join(", ")} (put back as they were)` : undefined
+}
+
 /**
  * After the command (its processes gone): sets aside the hook managers' configs it made and puts
- * package.json's hook runners' keys back as they were; says which, relative to cwd.
+ * package.json's hook runners' keys back as they were; says which, relative to cwd. What the file
+ * tools wrote there while it ran (`approved`: a sibling subagent's write the user allowed) is left
+ * as they wrote it, each file read and written under the file tools' lock. `found`: the files
+ * lint-staged reads that the sandbox's search of cwd finds now (below the roots: see `before`).
  */
-export const keep = async (was: Before): Promise<ReadonlyArray<string>> => {
+export const keep = async (was: Before, approved: ApprovedWrites.Watch = ApprovedWrites.none, found: ReadonlyArray<string> = []): Promise<ReadonlyArray<string>> => {
   const said: Array<string> = []
   const shown = (path: string) => NodePath.relative(was.cwd, path)
-  for (const root of was.roots) {
-    for (const config of await RunsLater.hookManagerFiles(root)) {
-      if (was.configs.has(await whereItIs(config)) || !(await inWorkspace(was.cwd, config))) continue
-      const aside = await setAside(config).catch(() => undefined)
-      if (aside !== undefined) said.push(`${shown(config)} (made by the command; now ${shown(aside)})`)
+  const deeper = belowRoots(was.roots, found)
+  const keepEach = async (configs: ReadonlyArray<string>, packages: ReadonlyArray<string>) => {
+    for (const config of configs) {
+      const at = await whereItIs(config)
+      const previous = was.below.get(at)
+      if ((was.configs.has(at) && previous === undefined) || !(await inWorkspace(was.cwd, config))) continue
+      const note = await approved.exclusive(at, () => keepConfig(config, at, approved.writes, shown, previous))
+      if (note !== undefined) said.push(note)
     }
-    const file = NodePath.join(root, "package.json")
-    if (!(await inWorkspace(was.cwd, file))) continue
-    const previous = was.packages.get(file)
-    const now = await readPackage(file)
-    if (now === "too large") {
-      const aside = await setAsideWhole(file, previous)
-      if (aside !== undefined) said.push(`${shown(file)} (larger than ${packageLimit} bytes, its hook keys unread; the command's is now ${shown(aside)})`)
-      continue
+    for (const file of packages) {
+      if (!(await inWorkspace(was.cwd, file))) continue
+      const at = await NodeFs.realpath(file).catch(() => file)
+      const note = await approved.exclusive(at, () => keepPackage(file, at, was.packages.get(file), approved.writes, shown))
+      if (note !== undefined) said.push(note)
     }
-    const keys = now === undefined ? [] : PackageHooks.changedKeys(previous, now)
-    const kept = keys.length === 0 ? undefined : PackageHooks.keptAsBefore(previous, now!)
-    if (kept === undefined) continue
-    // Put back by re-serialising: only when that leaves the rest of the file byte for byte (no CRLF,
-    // big or `1.50` numbers, `\u` escapes, duplicate keys, BOM lost); otherwise the user's bytes
-    // from before come back whole and the command's file is kept beside them.
-    if (PackageHooks.keptAsBefore(now, now!) !== now) {
-      const aside = await setAsideWhole(file, previous)
-      if (aside !== undefined) said.push(`${shown(file)}'s ${keys.join(", ")} (changed by the command in a file not rewritable byte for byte; put back as it was before, the command's is now ${shown(aside)})`)
-      continue
-    }
-    const written = await replaceWith(file, kept, await modeOf(file)).then(() => true, () => false)
-    if (written) said.push(`${shown(file)}'s ${keys.join(", ")} (put back as they were)`)
   }
+  for (const root of was.roots) await keepEach(await RunsLater.hookManagerFiles(root), [NodePath.join(root, "package.json")])
+  // Then lint-staged's below the roots: there before, or found now.
+  const rootPackages = new Set(was.roots.map((root) => NodePath.join(root, "package.json")))
+  const deeperPackages = [...new Set([...was.packages.keys(), ...deeper.packages])].filter((file) => !rootPackages.has(file))
+  await keepEach(deeper.configs, deeperPackages)
   return said
 }

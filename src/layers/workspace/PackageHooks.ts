@@ -66,9 +66,10 @@ export const reason = (keys: ReadonlyArray<string>): string =>
 
 /**
  * `after` with the hook runners' keys put back as they are in `before` (a key `before` has not is
- * removed), indented as `after` is; `undefined` when `after` is no object a runner reads.
+ * removed), indented as `after` is; `undefined` when `after` is no object a runner reads. With
+ * `only`, those keys alone (`config.ghooks` by that name).
  */
-export const keptAsBefore = (before: string | undefined, after: string): string | undefined => {
+export const keptAsBefore = (before: string | undefined, after: string, only?: ReadonlySet<string>): string | undefined => {
   const json = parsed(after)
   if (json === undefined) return undefined
   const was = (before === undefined ? undefined : parsed(before)) ?? {}
@@ -76,9 +77,11 @@ export const keptAsBefore = (before: string | undefined, after: string): string 
     if (Object.hasOwn(from, key)) into[key] = from[key]
     else delete into[key]
   }
-  for (const key of hookKeys) put(json, was, key)
+  for (const key of hookKeys) if (only === undefined || only.has(key)) put(json, was, key)
   const config = json.config
-  if (typeof config === "object" && config !== null && !Array.isArray(config)) {
+  if (only !== undefined && !only.has("config.ghooks")) {
+    // `config.ghooks` left as `after` has it.
+  } else if (typeof config === "object" && config !== null && !Array.isArray(config)) {
     const wasConfig = was.config
     put(config as Record<string, unknown>, typeof wasConfig === "object" && wasConfig !== null ? wasConfig as Record<string, unknown> : {}, "ghooks")
   } else if (settingsOf(before).has("config.ghooks")) {
@@ -86,4 +89,19 @@ export const keptAsBefore = (before: string | undefined, after: string): string 
   }
   const indent = /^\{\r?\n([ \t]+)/.exec(after.replace(/^\uFEFF/, ""))?.[1] ?? 2
   return `${JSON.stringify(json, null, indent)}${after.endsWith("\n") ? "\n" : ""}`
+}
+
+/**
+ * What a package.json's hook runners' keys are to be put back to after a command, once a file tool
+ * wrote `after` over `before` while it ran (`ApprovedWrites`): `base` (the text they were to be put
+ * back to until then) with the keys that write changed as it left them — a change the user allowed,
+ * or one that left them alone — and every other key as in `base`. The write's own text when that is
+ * all it differs by (byte for byte, for a put-back of the whole file); else `after` re-serialised
+ * with those other keys as in `base` (a key the command changed before the write, which an edit
+ * carried over, is not the write's).
+ */
+export const approvedOnto = (base: string | undefined, before: string | undefined, after: string): string => {
+  const own = new Set(changedKeys(before, after))
+  const others = changedKeys(base, after).filter((key) => !own.has(key))
+  return others.length === 0 ? after : keptAsBefore(base, after, new Set(others)) ?? after
 }

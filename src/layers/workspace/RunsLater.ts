@@ -331,6 +331,16 @@ export const hookManagerFiles = async (root: string): Promise<ReadonlyArray<stri
   return [...(await named(root)), ...(await named(NodePath.join(root, ".config")))]
 }
 
+/**
+ * What lint-staged reads below a worktree's root as well as at it (its configs and `package.json`'s
+ * `lint-staged` key): it lists them all (`git ls-files '**' + name`, untracked ones too) and takes,
+ * for each staged file, the nearest above it. The other hook managers read their root's alone.
+ */
+const readBelowRoot = /^(?:package\.json|\.lintstagedrc(?:\..+)?|lint-staged\.config\..+)$/
+
+/** Whether a file's name is one lint-staged reads at any depth (`readBelowRoot`). */
+export const readAtAnyDepth = (name: string): boolean => readBelowRoot.test(name)
+
 /** Whether a path (relative or absolute) has a part naming one of the protected folders or a hook manager's config, in any case. */
 export const inProtectedFolder = (path: string): boolean =>
   path.split(/[\\/]+/).some((segment) => {

@@ -44,6 +44,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as ApprovedWrites from "./ApprovedWrites.js"
 import * as Environment from "./Environment.js"
 import * as HookConfigsKept from "./HookConfigsKept.js"
 import * as Paths from "./Paths.js"
@@ -79,6 +80,8 @@ export interface Profile {
   readonly hidden: ReadonlyArray<string>
   /** The command's environment. */
   readonly env: Readonly<Record<string, string>>
+  /** The file tools' writes while the command runs, which its put-back leaves as they wrote them (`ApprovedWrites`). */
+  readonly approved?: ApprovedWrites.Registry | undefined
 }
 
 /** Credentials and agent settings under the user's home that commands never see. */
@@ -248,7 +251,7 @@ const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
  * there), and one a command makes is removed once it has run (`redirects`).
  */
 const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string>; readonly hookConfigs: HookConfigsKept.Before }> => {
-  const { followed, gitDirs, gitFiles, unnamed, worktreeDirs, worktrees } = await findRepositories(cwd)
+  const { followed, gitDirs, gitFiles, readByLintStaged, unnamed, worktreeDirs, worktrees } = await findRepositories(cwd)
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
   // The repository cwd is in, when its root is above cwd: its hooks folder may still be inside.
   const above = await RunsLater.worktreeOf(cwd)
@@ -271,7 +274,7 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
     const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
     return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
   }))
-  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed: [...unnamed, ...hooks.unnamed], hookConfigs: await HookConfigsKept.before(cwd, worktrees) }
+  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed: [...unnamed, ...hooks.unnamed], hookConfigs: await HookConfigsKept.before(cwd, worktrees, readByLintStaged) }
 }
 
 /**
@@ -293,6 +296,8 @@ export const findRepositories = async (cwd: string) => {
   const worktrees: Array<RunsLater.Worktree> = []
   // Links inside cwd that git follows to what is pinned (a `.git` link): put back after the command if it changed them.
   const followed: Array<string> = []
+  // What lint-staged reads at any depth (`RunsLater.readAtAnyDepth`), in the folders read: for `HookConfigsKept`.
+  const readByLintStaged: Array<string> = []
   const addGitDir = async (dir: string) => {
     if (gitDirs.has(dir) || !isInside(cwd, dir) || dir === cwd) return
     if ((await NodeFs.lstat(dir).catch(() => undefined))?.isDirectory() !== true) {
@@ -336,6 +341,7 @@ export const findRepositories = async (cwd: string) => {
           continue
         }
         const path = NodePath.join(folder, name)
+        if (!entry.isDirectory() && RunsLater.readAtAnyDepth(name)) readByLintStaged.push(path)
         if (name === ".git") {
           if (entry.isDirectory()) {
             await addGitDir(path)
@@ -375,7 +381,7 @@ export const findRepositories = async (cwd: string) => {
   }
   const cwdBytes = Buffer.from(`${cwd}/`)
   const unnamed = [...new Set(unnamedPaths.map((path) => Paths.escapedName(path.subarray(0, cwdBytes.length).equals(cwdBytes) ? path.subarray(cwdBytes.length) : path)))]
-  return { gitDirs, gitFiles, worktreeDirs, worktrees, followed, unnamed }
+  return { gitDirs, gitFiles, worktreeDirs, worktrees, followed, unnamed, readByLintStaged }
 }
 
 /**
@@ -387,9 +393,8 @@ export const findRepositories = async (cwd: string) => {
  * unchecked. One whose path is not UTF-8 cannot be read by it (and no command runs while it is
  * there: see `workspaceLaunch`); a command ran only when there was none, so each is new, and said.
  */
-const madeRepositories = (cwd: string, before: ReadonlySet<string>): Effect.Effect<ReadonlyArray<string>> =>
-  Effect.promise(async () => {
-    const { gitDirs, unnamed } = await findRepositories(cwd)
+const madeRepositories = (cwd: string, before: ReadonlySet<string>, found: Effect.Effect<Found>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.flatMap(found, ({ gitDirs, unnamed }) => Effect.promise(async () => {
     const notes = unnamed.map((path) => `${path} (a path that is not UTF-8: not checked, and no command runs while it is there)`)
     for (const dir of gitDirs) {
       if (before.has(dir)) continue
@@ -400,7 +405,10 @@ const madeRepositories = (cwd: string, before: ReadonlySet<string>): Effect.Effe
       if (what.length > 0) notes.push(`${NodePath.relative(cwd, dir)} (${what.slice(0, 8).join(", ")}${what.length > 8 ? ", …" : ""})`)
     }
     return notes
-  })
+  }))
+
+/** What `findRepositories` finds. */
+type Found = Awaited<ReturnType<typeof findRepositories>>
 
 /** A link git follows to something pinned, as it was before the command: its text, and its folder's real path. */
 interface Link {
@@ -627,6 +635,10 @@ export const workspaceLaunch = (
 ): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
+    // Watched from before the files are looked at to the end of the put-back (the scope's close).
+    const approved = profile.approved === undefined
+      ? ApprovedWrites.none
+      : (yield* Effect.acquireRelease(Effect.sync(() => profile.approved!.watch(profile.cwd)), ({ done }) => Effect.sync(done))).watch
     const { gitDirs, hookConfigs, links, redirects, table, unnamed } = yield* Effect.promise(() => mountTable(profile, mounts))
     if (unnamed.length > 0) return refused(programs, `${unnamed.slice(0, 8).join(", ")}${unnamed.length > 8 ? ", …" : ""} in the working directory: a git or hooks folder whose path is not UTF-8 cannot be kept read-only; rename it`)
     const fstab = yield* Effect.acquireRelease(
@@ -651,7 +663,15 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), kept: Effect.promise(() => HookConfigsKept.keep(hookConfigs)), made: madeRepositories(cwd, gitDirs) }
+    // The search after the command, once for both its put-back and what it made, when first asked (after `after`).
+    const found = yield* Effect.cached(Effect.promise(() => findRepositories(cwd)))
+    return {
+      prefix,
+      env: setupEnvironment,
+      after: undoRedirects(cwd, redirects, links),
+      kept: Effect.flatMap(found, ({ readByLintStaged }) => Effect.promise(() => HookConfigsKept.keep(hookConfigs, approved, readByLintStaged))),
+      made: madeRepositories(cwd, gitDirs, found)
+    }
   })
 
 /** A launch that runs nothing: it says why, as the setup says a sandbox it could not set up (exit 125). */
@@ -762,7 +782,8 @@ export interface Launch {
   readonly after?: Effect.Effect<ReadonlyArray<string>>
   /**
    * Run with `after`: sets aside the git hook managers' configs the command made and puts back
-   * package.json's hook runners' keys it changed (`HookConfigsKept`), and names them.
+   * package.json's hook runners' keys it changed (`HookConfigsKept`), and names them; what the file
+   * tools wrote meanwhile (`Profile.approved`) is left as they wrote it.
    */
   readonly kept?: Effect.Effect<ReadonlyArray<string>>
   /**
