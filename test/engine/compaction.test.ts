@@ -408,6 +408,37 @@ describe("cassettes and the Promise façade", () => {
       expect(strip(replayed)).toEqual(strip(recordedLog))
     }))
 
+  it.effect("a compaction's summary usage comes with its cassette: the replayed session.compacted carries the same usage (kernel45: it was dropped)", () =>
+    Effect.gen(function*() {
+      const summaryUsage = { inputTokens: 321, outputTokens: 12 }
+      const recordedLog = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        for (const turn of turns) yield* run(sessionId, turn)
+        return yield* replay(sessionId)
+      }).pipe(Effect.provide(engineWith([...longTurns.slice(0, 2), { chunks: ["Two turns."], usage: summaryUsage }, { chunks: ["three"] }], options)))
+      const compacted = recordedLog.find((e) => e.type === "session.compacted")
+      expect(compacted?.payload).toMatchObject({ usage: summaryUsage })
+      const script = Cassette.fromEvents(recordedLog)
+      expect(script.responses[2]).toEqual({ chunks: ["Two turns."], usage: summaryUsage })
+      const replayed = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        for (const turn of turns) yield* run(sessionId, turn)
+        return yield* replay(sessionId)
+      }).pipe(Effect.provide(engineWith(script.responses, options)))
+      const strip = (log: ReadonlyArray<AgentEvent>) => log.map(({ id: _id, ...rest }) => rest)
+      expect(strip(replayed)).toEqual(strip(recordedLog))
+    }))
+
+  it("an empty summary's usage (compaction.failed {empty_summary}) comes with its cassette too", () => {
+    const usage = { inputTokens: 40, outputTokens: 0 }
+    const script = Cassette.fromEvents([
+      { id: "e1", sessionId: "s", sequence: 1, timestamp: "2026-12-07T00:00:00.000Z", type: "compaction.failed", payload: { compactionId: "c", errorCode: "empty_summary", usage } } as AgentEvent
+    ])
+    expect(script.responses).toEqual([{ usage }])
+  })
+
   it("compactSession on the Promise façade: resolves with the result, rejects with typed errors, and its signal cancels it", async () => {
     const engine = makeSessionEngine({
       store: MemoryEventStore.layer,
