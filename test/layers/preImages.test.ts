@@ -143,6 +143,63 @@ describe("PreImages: a shell command's snapshot", () => {
     }))
 })
 
+describe("PreImages: two commands at once in one cwd (kernel45: both were only marked incomplete)", () => {
+  const files = { "a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" }
+  const changed = (name: string) => ({ [name]: `${name} changed\n` })
+  const paths = (capture: { readonly changes: ReadonlyArray<{ readonly path: string }> }) => capture.changes.map((c) => c.path)
+
+  it.scoped("one inside the other: only what changed while both ran is uncertain, and named", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, files)
+      const cp = yield* WorkspaceCheckpoints
+      const outer = (yield* cp.watch(shellCall("outer"), dir))!
+      yield* write(dir, changed("a.txt"))
+      const inner = (yield* cp.watch(shellCall("inner"), dir))!
+      yield* write(dir, changed("b.txt"))
+      const innerCapture = yield* inner
+      yield* write(dir, changed("c.txt"))
+      const outerCapture = yield* outer
+      expect(paths(outerCapture)).toEqual(["a.txt", "b.txt", "c.txt"])
+      expect(outerCapture.incomplete).toContain("another command ran in this working directory at the same time: b.txt changed while it ran")
+      expect(paths(innerCapture)).toEqual(["b.txt"])
+      expect(innerCapture.incomplete).toContain("b.txt changed while it ran")
+    }).pipe(Effect.provide(checkpoints())))
+
+  it.scoped("overlapping ends: each names only the files changed while both ran", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, files)
+      const cp = yield* WorkspaceCheckpoints
+      const first = (yield* cp.watch(shellCall("first"), dir))!
+      yield* write(dir, changed("a.txt"))
+      const second = (yield* cp.watch(shellCall("second"), dir))!
+      yield* write(dir, changed("b.txt"))
+      const firstCapture = yield* first
+      yield* write(dir, changed("c.txt"))
+      const secondCapture = yield* second
+      expect(paths(firstCapture)).toEqual(["a.txt", "b.txt"])
+      expect(firstCapture.incomplete).toMatch(/at the same time: b\.txt changed while it ran/)
+      expect(paths(secondCapture)).toEqual(["b.txt", "c.txt"])
+      expect(secondCapture.incomplete).toMatch(/at the same time: b\.txt changed while it ran/)
+    }).pipe(Effect.provide(checkpoints())))
+
+  it.scoped("nothing changed while both ran: neither record is incomplete", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, files)
+      const cp = yield* WorkspaceCheckpoints
+      const outer = (yield* cp.watch(shellCall("outer"), dir))!
+      yield* write(dir, changed("a.txt"))
+      const inner = (yield* cp.watch(shellCall("inner"), dir))!
+      const innerCapture = yield* inner
+      yield* write(dir, changed("c.txt"))
+      const outerCapture = yield* outer
+      expect({ changes: paths(outerCapture), incomplete: outerCapture.incomplete }).toEqual({ changes: ["a.txt", "c.txt"], incomplete: undefined })
+      expect({ changes: paths(innerCapture), incomplete: innerCapture.incomplete }).toEqual({ changes: [], incomplete: undefined })
+    }).pipe(Effect.provide(checkpoints())))
+})
+
 describe("PreImages: a restore from a hostile plan writes nothing", () => {
   for (const path of ["../escape.txt", "/tmp/escape.txt", "a/../../escape.txt", "", "./a.txt", "linked/x.txt"]) {
     it.scoped(`refuses ${JSON.stringify(path)} as unsafe_path`, () =>
