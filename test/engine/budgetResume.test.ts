@@ -112,6 +112,13 @@ const treeAcrossRestart = (options: Options, second: FakeModelProvider.Options, 
     return events
   })
 
+/** After the restart, the tree's next `task` (t2) is refused `subagents_exceeded`, no subagent starts, and the turn ends final. */
+const expectRefusedT2 = (events: ReadonlyArray<AgentEvent>) => {
+  expect(events.filter((e) => e.type === "tool.failed").map((e) => [e.payload.toolCallId, e.payload.errorCode])).toEqual([["t2", "subagents_exceeded"]])
+  expect(events.filter((e) => e.type === "subagent.started")).toEqual([])
+  expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+}
+
 describe("a turn's budget across a restart", () => {
   it.scoped("engine budget (CLI --max-tokens): tokens spent before the pause count", () => scenario(false))
   it.scoped("per-turn budget (runTurn budget, server/ACP): kept by the resume, from turn.started", () => scenario(true))
@@ -134,9 +141,7 @@ describe("a turn's budget across a restart", () => {
         responses: [{ toolCalls: [task("child: again", "t2")] }, { chunks: ["done"] }],
         subagents: { "child: write": [{ chunks: ["wrote a.txt"] }], "child: again": [{ chunks: ["a second child"] }] }
       })
-      expect(events.filter((e) => e.type === "tool.failed").map((e) => [e.payload.toolCallId, e.payload.errorCode])).toEqual([["t2", "subagents_exceeded"]])
-      expect(events.filter((e) => e.type === "subagent.started")).toEqual([])
-      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expectRefusedT2(events)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a grandchild started before the pause counts against --max-subagents too (its subagent.started is in its parent's log, not the top one's)", () =>
@@ -149,9 +154,7 @@ describe("a turn's budget across a restart", () => {
         responses: [{ toolCalls: [task("child: spawn", "t1")] }],
         subagents: { "child: spawn": [{ toolCalls: [task("grandchild: write", "g1")] }], "grandchild: write": [{ toolCalls: [write("a.txt", "w1")] }] }
       })
-      expect(events.filter((e) => e.type === "tool.failed").map((e) => [e.payload.toolCallId, e.payload.errorCode])).toEqual([["t2", "subagents_exceeded"]])
-      expect(events.filter((e) => e.type === "subagent.started")).toEqual([])
-      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expectRefusedT2(events)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a resumed turn reads what it spent from its own turn.started on, not the whole log again (kernel45: a 100 MB session was read twice)", () =>

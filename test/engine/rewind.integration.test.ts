@@ -232,12 +232,7 @@ describe("rewind: a file saved while a command ran (kernel45)", () => {
       { chunks: ["Done."] }
     ], (workspace) =>
       Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: workspace, client: "test" })
-        yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
-        const point = (yield* engine.sessionState({ sessionId })).lastSequence
-        const turn = yield* collect(engine.runTurn({ sessionId, userMessage: "change things" }))
-        expect(turn.filter((e) => e.type === "tool.failed")).toEqual([])
+        const { engine, point, sessionId } = yield* changeWorkspace(workspace)
         const notes = NodePath.join(workspace, "notes.txt")
         expect(yield* Effect.promise(() => NodeFs.readFile(notes, "utf8"))).toBe("dee\n")
 

@@ -14,7 +14,7 @@ import * as Sha256 from "../../src/layers/blobs/Sha256.js"
 import * as PreImages from "../../src/layers/workspace/PreImages.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
-import { WorkspaceCheckpoints } from "../../src/services/WorkspaceCheckpoints.js"
+import { type Capture, WorkspaceCheckpoints } from "../../src/services/WorkspaceCheckpoints.js"
 
 const folder = Effect.acquireRelease(
   Effect.promise(async () => NodeFs.realpath(await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-preimages-")))),
@@ -144,60 +144,49 @@ describe("PreImages: a shell command's snapshot", () => {
 })
 
 describe("PreImages: two commands at once in one cwd (kernel45: both were only marked incomplete)", () => {
-  const files = { "a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" }
-  const changed = (name: string) => ({ [name]: `${name} changed\n` })
-  const paths = (capture: { readonly changes: ReadonlyArray<{ readonly path: string }> }) => capture.changes.map((c) => c.path)
+  /**
+   * Runs `steps` in order in a folder of a.txt, b.txt, c.txt: `+x` starts command x's snapshot, `-x`
+   * ends it, a file name changes that file. Answers each command's capture: its paths and `incomplete`.
+   */
+  const interleaved = (steps: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { "a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" })
+      const cp = yield* WorkspaceCheckpoints
+      const running = new Map<string, Effect.Effect<Capture>>()
+      const captures: Record<string, { readonly changes: ReadonlyArray<string>; readonly incomplete: string | undefined }> = {}
+      for (const step of steps) {
+        const name = step.slice(1)
+        if (step.startsWith("+")) running.set(name, (yield* cp.watch(shellCall(name), dir))!)
+        else if (step.startsWith("-")) {
+          const { changes, incomplete } = yield* running.get(name)!
+          captures[name] = { changes: changes.map((c) => c.path), incomplete }
+        } else yield* write(dir, { [step]: `${step} changed\n` })
+      }
+      return captures
+    }).pipe(Effect.provide(checkpoints()))
+  const uncertain = (files: string) => `another command ran in this working directory at the same time: ${files} changed while it ran, and may be its change recorded here as this command's`
 
   it.scoped("one inside the other: only what changed while both ran is uncertain, and named", () =>
-    Effect.gen(function*() {
-      const dir = yield* folder
-      yield* write(dir, files)
-      const cp = yield* WorkspaceCheckpoints
-      const outer = (yield* cp.watch(shellCall("outer"), dir))!
-      yield* write(dir, changed("a.txt"))
-      const inner = (yield* cp.watch(shellCall("inner"), dir))!
-      yield* write(dir, changed("b.txt"))
-      const innerCapture = yield* inner
-      yield* write(dir, changed("c.txt"))
-      const outerCapture = yield* outer
-      expect(paths(outerCapture)).toEqual(["a.txt", "b.txt", "c.txt"])
-      expect(outerCapture.incomplete).toContain("another command ran in this working directory at the same time: b.txt changed while it ran")
-      expect(paths(innerCapture)).toEqual(["b.txt"])
-      expect(innerCapture.incomplete).toContain("b.txt changed while it ran")
-    }).pipe(Effect.provide(checkpoints())))
+    Effect.map(interleaved(["+outer", "a.txt", "+inner", "b.txt", "-inner", "c.txt", "-outer"]), (captures) =>
+      expect(captures).toEqual({
+        outer: { changes: ["a.txt", "b.txt", "c.txt"], incomplete: uncertain("b.txt") },
+        inner: { changes: ["b.txt"], incomplete: uncertain("b.txt") }
+      })))
 
   it.scoped("overlapping ends: each names only the files changed while both ran", () =>
-    Effect.gen(function*() {
-      const dir = yield* folder
-      yield* write(dir, files)
-      const cp = yield* WorkspaceCheckpoints
-      const first = (yield* cp.watch(shellCall("first"), dir))!
-      yield* write(dir, changed("a.txt"))
-      const second = (yield* cp.watch(shellCall("second"), dir))!
-      yield* write(dir, changed("b.txt"))
-      const firstCapture = yield* first
-      yield* write(dir, changed("c.txt"))
-      const secondCapture = yield* second
-      expect(paths(firstCapture)).toEqual(["a.txt", "b.txt"])
-      expect(firstCapture.incomplete).toMatch(/at the same time: b\.txt changed while it ran/)
-      expect(paths(secondCapture)).toEqual(["b.txt", "c.txt"])
-      expect(secondCapture.incomplete).toMatch(/at the same time: b\.txt changed while it ran/)
-    }).pipe(Effect.provide(checkpoints())))
+    Effect.map(interleaved(["+first", "a.txt", "+second", "b.txt", "-first", "c.txt", "-second"]), (captures) =>
+      expect(captures).toEqual({
+        first: { changes: ["a.txt", "b.txt"], incomplete: uncertain("b.txt") },
+        second: { changes: ["b.txt", "c.txt"], incomplete: uncertain("b.txt") }
+      })))
 
   it.scoped("nothing changed while both ran: neither record is incomplete", () =>
-    Effect.gen(function*() {
-      const dir = yield* folder
-      yield* write(dir, files)
-      const cp = yield* WorkspaceCheckpoints
-      const outer = (yield* cp.watch(shellCall("outer"), dir))!
-      yield* write(dir, changed("a.txt"))
-      const inner = (yield* cp.watch(shellCall("inner"), dir))!
-      const innerCapture = yield* inner
-      yield* write(dir, changed("c.txt"))
-      const outerCapture = yield* outer
-      expect({ changes: paths(outerCapture), incomplete: outerCapture.incomplete }).toEqual({ changes: ["a.txt", "c.txt"], incomplete: undefined })
-      expect({ changes: paths(innerCapture), incomplete: innerCapture.incomplete }).toEqual({ changes: [], incomplete: undefined })
-    }).pipe(Effect.provide(checkpoints())))
+    Effect.map(interleaved(["+outer", "a.txt", "+inner", "-inner", "c.txt", "-outer"]), (captures) =>
+      expect(captures).toEqual({
+        outer: { changes: ["a.txt", "c.txt"], incomplete: undefined },
+        inner: { changes: [], incomplete: undefined }
+      })))
 })
 
 describe("PreImages: a restore from a hostile plan writes nothing", () => {
