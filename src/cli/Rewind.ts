@@ -3,7 +3,8 @@
  * between turns — the conversation continues from there and the files of its cwd the agent changed
  * since are restored (`session.rewound`). Files changed outside the agent since it wrote them are
  * listed and nothing is changed; `--force` then overwrites them (what it overwrote is kept, so the
- * rewind itself can be rewound). Exit codes: 0 rewound; 1 refused (the list on stderr), a turn in
+ * rewind itself can be rewound). Files a command's snapshot recorded (changed while a command ran, by
+ * it or by anyone else) are named on stderr with how to get back what they held. Exit codes: 0 rewound; 1 refused (the list on stderr), a turn in
  * progress, a point inside a turn, or the session or store could not be used.
  *
  * @since 0.10.0
@@ -48,5 +49,11 @@ export const handler = ({ force, sessionId, to, ...storage }: Input) =>
     yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${Plural.count(rewound.changes.length, "file")} restored`)
     for (const change of rewound.changes) yield* Console.log(`  ${marks(change)} ${Render.terminalSafe(change.path)}`)
     for (const path of rewound.forced) yield* Console.error(`  overwritten (changed outside the agent): ${Render.terminalSafe(path)}`)
-    for (const why of rewound.incomplete) yield* Console.error(`  not restored, a snapshot was incomplete: ${Render.terminalSafe(why)}`)
+    // Past a cap the snapshot missed changes (not restored); beside another call it names the files it cannot attribute (restored).
+    for (const why of rewound.incomplete) yield* Console.error(`  a snapshot was incomplete (what it missed is not restored): ${Render.terminalSafe(why)}`)
+    // Whoever wrote these while the command ran is not known: a save of yours then was undone too; it is kept.
+    for (const path of rewound.observed) yield* Console.error(`  changed while a command ran (by it, or by you or another program meanwhile): ${Render.terminalSafe(path)}`)
+    if (rewound.observed.length > 0) {
+      yield* Console.error(`  what they held is kept: effect-agent rewind ${sessionId} --to ${rewound.sequence - 1} brings it back`)
+    }
   }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // A rewind calls no model.

@@ -125,7 +125,9 @@ export const RewindSession = Rpc.make("RewindSession", {
     toSequence: Schema.Int,
     changes: Schema.Array(AgentEvent.FileChange),
     forced: Schema.Array(Schema.String),
-    incomplete: Schema.Array(Schema.String)
+    incomplete: Schema.Array(Schema.String),
+    /** Files it restored that a command's snapshot recorded (whoever wrote them while it ran); absent from an older engine: none. */
+    observed: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
   }),
   error: Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, InvalidInput, RewindRefused, SessionBusy)
 })

@@ -420,13 +420,15 @@ export const WorkspaceChanged = turnEvent("workspace.changed", {
  * agent changed since were restored. `changes`: what the rewind itself wrote, with pre-images of
  * what it overwrote (so a rewind can be rewound). `forced`: files changed outside the agent that
  * the caller chose to overwrite. `incomplete`: why some changes could not be known (a shell
- * snapshot past its caps), so were not undone.
+ * snapshot past its caps), so were not undone. `observed` (since 0.15): the files of `changes` a
+ * command's snapshot had recorded — changed while a command ran, by it or by anyone else (an editor).
  */
 export const SessionRewound = sessionEvent("session.rewound", {
   toSequence: Schema.Int.pipe(Schema.positive()),
   changes: Schema.Array(FileChange),
   forced: Schema.optional(Schema.Array(Schema.String)),
-  incomplete: Schema.optional(Schema.Array(Schema.String))
+  incomplete: Schema.optional(Schema.Array(Schema.String)),
+  observed: Schema.optional(Schema.Array(Schema.String))
 })
 
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */

@@ -45,6 +45,19 @@ export class LiveTranscript extends Transcript.Held {
   private cachedSnapshot: Transcript.Transcript | undefined = undefined
   private cachedRendering: Rendered | undefined = undefined
 
+  /**
+   * The last `turn.started` folded, by sequence: where the open turn's own events begin in the log,
+   * so that a resumed turn reads only those for what it spent (`ResumedSpend`), not the whole log
+   * again. Kept here because every event of the log passes through `add`, hydration's and commits' alike.
+   */
+  turnStart: { readonly turnId: string; readonly sequence: number } | undefined = undefined
+
+  /** Folds one event in (see `Transcript.Held.add`), noting where a turn starts. */
+  override add(event: AgentEvent): void {
+    if (event.type === "turn.started") this.turnStart = { turnId: event.turnId, sequence: event.sequence }
+    super.add(event)
+  }
+
   /** A live transcript of the events so far. */
   static of(events: Iterable<AgentEvent>): LiveTranscript {
     const transcript = new LiveTranscript()

@@ -8,9 +8,11 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import * as SessionState from "../domain/SessionState.js"
 import type * as Task from "../domain/Task.js"
 import type { EventStore } from "../services/EventStore.js"
 import { addUsage } from "./ModelResponse.js"
@@ -33,18 +35,55 @@ export interface Spent {
   readonly compacted: AgentEvent.Usage | undefined
   /** Its subagents, in the order they started (`subagent.started`). */
   readonly children: ReadonlyArray<ChildSpend>
+  /**
+   * The subagents its tree started, counted against `maxSubagents`: its children and, read from
+   * their logs, theirs (a grandchild's `subagent.started` is in its parent's log, not this one).
+   */
+  readonly started: number
 }
 
 /** Nothing spent yet: a turn that starts now. */
-export const none: Spent = { budget: undefined, usage: undefined, compacted: undefined, children: [] }
+export const none: Spent = { budget: undefined, usage: undefined, compacted: undefined, children: [], started: 0 }
 
-/** The turn `turnId` of `sessionId`, read from its log (one pass, in constant memory but its subagents). */
-export const read = (store: EventStore.Service, sessionId: string, turnId: string): Effect.Effect<Spent, EventStoreFailure> =>
-  store.read(sessionId).pipe(
+/**
+ * The turn `turnId` of `sessionId`, read from its log (one pass, in constant memory but its
+ * subagents), from `fromSequence` — its `turn.started`, which the live session knows (its
+ * `LiveTranscript.turnStart`): a 100 MB session's resume read the whole log a second time for one
+ * turn's events (bench/resumeSpend.ts). The subagents it started below its children are counted from
+ * their logs (see {@link Spent.started}).
+ */
+export const read = (store: EventStore.Service, sessionId: string, turnId: string, fromSequence = 1): Effect.Effect<Spent, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const fold = yield* turnOf(store, sessionId, turnId, fromSequence)
+    const seen = new Set([sessionId])
+    let below = 0
+    for (const child of fold.childIds()) below += yield* startedBelow(store, child, 1, seen)
+    return fold.spent(fold.childIds().length + below)
+  })
+
+const turnOf = (store: EventStore.Service, sessionId: string, turnId: string, fromSequence: number) =>
+  store.read(sessionId, fromSequence > 1 ? { fromSequence } : undefined).pipe(
     Stream.filter((event) => "turnId" in event && event.turnId === turnId),
-    Stream.runFold(new Fold(), (fold, event) => fold.add(event)),
-    Effect.map((fold) => fold.spent())
+    Stream.runFold(new Fold(), (fold, event) => fold.add(event))
   )
+
+/**
+ * The subagents a subagent's session started in its task's turn (its first), and those below them:
+ * each session read once (a log's `childSessionId` is any id its author wrote, an ancestor's
+ * included), as deep as a tree of waiting sessions is followed. A log that cannot be read counts
+ * nothing: that subagent's call ends `subagent_lost` when the turn resumes.
+ */
+const startedBelow = (store: EventStore.Service, sessionId: string, depth: number, seen: Set<string>): Effect.Effect<number> =>
+  Effect.gen(function*() {
+    if (seen.has(sessionId) || depth > SessionState.maxSubagentDepth) return 0
+    seen.add(sessionId)
+    const first = yield* store.read(sessionId).pipe(Stream.filter((e): e is AgentEvent.EventOfType<"turn.started"> => e.type === "turn.started"), Stream.runHead)
+    if (Option.isNone(first)) return 0
+    const children = (yield* turnOf(store, sessionId, first.value.turnId, first.value.sequence)).childIds()
+    let below = 0
+    for (const child of children) below += yield* startedBelow(store, child, depth + 1, seen)
+    return children.length + below
+  }).pipe(Effect.orElseSucceed(() => 0))
 
 /** The fold of one turn's events. */
 class Fold {
@@ -80,7 +119,11 @@ class Fold {
     return this
   }
 
-  spent(): Spent {
-    return { budget: this.budget, usage: this.usage, compacted: this.compacted, children: [...this.children.values()] }
+  childIds(): ReadonlyArray<string> {
+    return [...this.children.keys()]
+  }
+
+  spent(started: number): Spent {
+    return { budget: this.budget, usage: this.usage, compacted: this.compacted, children: [...this.children.values()], started }
   }
 }

@@ -26,7 +26,23 @@ export interface Plan {
   readonly files: ReadonlyArray<Restore>
   /** Why some changes after the point are not known (shell snapshots past their caps): they are not undone. */
   readonly incomplete: ReadonlyArray<string>
+  /**
+   * The files of `files` a command's snapshot saw change after the point (see {@link observedBy}):
+   * whoever wrote them while it ran — the command, or you in your editor — is not known.
+   */
+  readonly observed: ReadonlyArray<string>
 }
+
+/** The tools whose changes a rewind knows are the agent's: they record the file they write. Any other call's (`shell`) are a snapshot's, seen. */
+const writesItsOwnFile = new Set(["write_file", "edit_file"])
+
+/**
+ * Whether a `workspace.changed` was seen by a snapshot of cwd (a command's) rather than made by a
+ * file tool: a command's record holds every file changed in cwd while it ran, whoever changed it,
+ * as nothing here can tell the command's process tree's writes from an editor's. Read from the
+ * call's tool in the log, so older logs say it too.
+ */
+export const observedBy = (tool: string | undefined): boolean => tool === undefined || !writesItsOwnFile.has(tool)
 
 /** The file changes an event records: a tool call's, or a rewind's own. */
 const changesOf = (event: AgentEvent): ReadonlyArray<FileChange> =>
@@ -47,6 +63,9 @@ export class Planner {
   private compaction: number | undefined = undefined
   private readonly files = new Map<string, { target: FileChange["before"]; expected: string | undefined }>()
   private readonly incomplete = new Set<string>()
+  private readonly observed = new Set<string>()
+  /** The tools of the calls after the point whose records may still come (a call's record precedes its end). */
+  private readonly tools = new Map<string, string>()
 
   constructor(readonly toSequence: number) {
     this.point = new Fork.PointSearch(toSequence)
@@ -59,6 +78,12 @@ export class Planner {
     this.last = event.sequence
     if (event.sequence <= this.toSequence) return true
     if (event.type === "session.compacted") this.compaction ??= event.sequence
+    if (event.type === "model.tool_call_requested") this.tools.set(event.payload.toolCallId, event.payload.tool)
+    if (event.type === "workspace.changed" && observedBy(this.tools.get(event.payload.toolCallId))) {
+      for (const change of event.payload.changes) this.observed.add(change.path)
+    }
+    if (event.type === "tool.completed" || event.type === "tool.failed") this.tools.delete(event.payload.toolCallId)
+    if (event.type === "turn.completed") this.tools.clear()
     for (const change of changesOf(event)) {
       const known = this.files.get(change.path)
       this.files.set(change.path, { target: known === undefined ? change.before : known.target, expected: change.after })
@@ -91,7 +116,8 @@ export class Planner {
         ...(target === undefined ? {} : { target }),
         ...(expected === undefined ? {} : { expected })
       })),
-      incomplete: [...this.incomplete]
+      incomplete: [...this.incomplete],
+      observed: [...this.files.keys()].filter((path) => this.observed.has(path))
     })
   }
 }
@@ -130,16 +156,23 @@ export interface Rewound {
   readonly changes: ReadonlyArray<FileChange>
   readonly forced: ReadonlyArray<string>
   readonly incomplete: ReadonlyArray<string>
+  /**
+   * The files it wrote or removed whose changes a command's snapshot recorded: changed while a
+   * command ran, by the command or by anyone else (an editor's save). What they held is kept as the
+   * rewind's pre-images (`changes[].before`): a rewind of the rewind gives it back.
+   */
+  readonly observed: ReadonlyArray<string>
 }
 
 /** `session.rewound`, built here with the rewind (session-level: no turnId). */
-const rewoundDraft = (toSequence: number, restored: Restored, incomplete: ReadonlyArray<string>): SessionEventDraft => ({
+const rewoundDraft = (toSequence: number, restored: Restored, incomplete: ReadonlyArray<string>, observed: ReadonlyArray<string>): SessionEventDraft => ({
   type: "session.rewound",
   payload: {
     toSequence,
     changes: restored.changes,
     ...(restored.forced.length === 0 ? {} : { forced: restored.forced }),
-    ...(incomplete.length === 0 ? {} : { incomplete })
+    ...(incomplete.length === 0 ? {} : { incomplete }),
+    ...(observed.length === 0 ? {} : { observed })
   }
 })
 
@@ -175,13 +208,17 @@ export const run = (
       const restored = checkpoints === undefined || planned.files.length === 0
         ? { changes: [], forced: [] }
         : yield* checkpoints.restore({ cwd: session.live.state.cwd, files: planned.files, force: input.force === true })
-      yield* LiveSession.commit(services, session, undefined, [rewoundDraft(planned.toSequence, restored, planned.incomplete)])
+      // Of the files a command's snapshot saw change, those the rewind did write or remove.
+      const written = new Set(restored.changes.map((change) => change.path))
+      const observed = planned.observed.filter((path) => written.has(path))
+      yield* LiveSession.commit(services, session, undefined, [rewoundDraft(planned.toSequence, restored, planned.incomplete, observed)])
       return {
         sequence: session.live.state.lastSequence,
         toSequence: planned.toSequence,
         changes: restored.changes,
         forced: restored.forced,
-        incomplete: planned.incomplete
+        incomplete: planned.incomplete,
+        observed
       }
     }).pipe(Effect.withSpan("Rewind.run", { attributes: { sessionId: input.sessionId, toSequence: input.toSequence } }))
   )

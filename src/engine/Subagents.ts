@@ -177,7 +177,8 @@ export const seed = (turn: Turn, spent: ResumedSpend.Spent, stepsDone: number): 
   if (runtime === undefined || runtime.links.has(sessionId)) return
   const members = new Map<string, Member>([[sessionId, { parent: undefined, steps: stepsDone, usage: undefined }]])
   for (const child of spent.children) members.set(child.childSessionId, { parent: sessionId, steps: child.steps, usage: child.usage })
-  runtime.roots.set(turn, { budget: spent.budget ?? runtime.budget, members, started: spent.children.length })
+  // Its children and theirs: a grandchild started before the pause counts as one started now would.
+  runtime.roots.set(turn, { budget: spent.budget ?? runtime.budget, members, started: spent.started })
 }
 
 /** Whether a tree has used more than its budget. */

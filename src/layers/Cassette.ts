@@ -15,7 +15,8 @@
  * - A turn's `usage` is the sum over its responses; it is given to the turn's last response.
  * - A compaction's summary request is a response too: `session.compacted` answers with its summary,
  *   `compaction.failed` with a provider's reason that is not retried fails one at once, and
- *   `empty_summary` is a response without text.
+ *   `empty_summary` is a response without text; either gives its recorded usage (the summary's spend
+ *   is the session's and the turn's budget's: a replay without it spent nothing).
  * - A log whose messages or tool results carry images was made with a model that takes them: the
  *   script says so (`images: true`), so the replay's requests and `read_file` results are the same.
  * - A log that used MCP servers gives the script each server's recorded tool list and answers
@@ -86,11 +87,12 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         }
         break
       case "session.compacted":
-        pushed(responses, { chunks: [event.payload.summary], toolCalls: [] })
+        // With its usage: the replay's `session.compacted` says what the recording's spent (and budgets count it).
+        pushed(responses, { chunks: [event.payload.summary], toolCalls: [], ...usageOf(event.payload.usage) })
         break
       case "compaction.failed": {
         const { errorCode } = event.payload
-        if (errorCode === "empty_summary") pushed(responses, { chunks: [], toolCalls: [] })
+        if (errorCode === "empty_summary") pushed(responses, { chunks: [], toolCalls: [], ...usageOf(event.payload.usage) })
         else if (isProviderReason(errorCode) && errorCode !== "context_overflow" && !retryableReasons.has(errorCode)) {
           pushed(responses, { chunks: [], toolCalls: [], failure: { reason: errorCode } })
         }
@@ -150,6 +152,9 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
   const mcp = McpCassette.fromEvents(logged)
   return { responses: responses.map(encode), ...(images ? { images } : {}), ...(mcp === undefined ? {} : { mcp }), ...answeredBy }
 }
+
+/** A summary request's usage, when its event recorded one. */
+const usageOf = (usage: Usage | undefined): { usage?: Usage } => usage === undefined ? {} : { usage }
 
 const pushed = (responses: Array<Response>, response: Response): Response => {
   responses.push(response)

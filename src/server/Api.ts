@@ -223,7 +223,9 @@ export const Rewound = Schema.Struct({
   toSequence: Schema.Int,
   changes: Schema.Array(AgentEvent.FileChange),
   forced: Schema.Array(Schema.String),
-  incomplete: Schema.Array(Schema.String)
+  incomplete: Schema.Array(Schema.String),
+  /** Files it restored that a command's snapshot recorded (whoever wrote them while it ran); absent from an older engine: none. */
+  observed: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
 }).annotations({ identifier: "SessionRewound" })
 /** What a manual compaction stored: the `session.compacted` payload (CONTRACT.md §8), by the log's own schema. */
 export const Compacted = AgentEvent.SessionCompacted.fields.payload.annotations({ identifier: "SessionCompacted" })

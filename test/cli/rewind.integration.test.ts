@@ -37,6 +37,10 @@ describe("effect-agent rewind (subprocess)", () => {
     expect(rewound.stdout).toContain(`rewound ${sessionId} to #${point}`)
     expect(rewound.stdout).toContain("removed  a.txt")
     expect(rewound.stdout).toContain("restored keep.txt")
+    // keep.txt's removal was seen by the command's snapshot: whoever removed it while `rm` ran is not known (kernel45).
+    expect(rewound.stderr).toContain("changed while a command ran (by it, or by you or another program meanwhile): keep.txt")
+    expect(rewound.stderr).not.toContain("meanwhile): a.txt")
+    expect(rewound.stderr).toMatch(new RegExp(`what they held is kept: effect-agent rewind ${sessionId} --to \\d+ brings it back`))
     expect(existsSync(join(cwd, "a.txt"))).toBe(false)
     expect(readFileSync(join(cwd, "keep.txt"), "utf8")).toBe("keep\n")
     const log = await replay(sessionId)

@@ -84,6 +84,11 @@ describe("a rewind's plan", () => {
       { path: "new.txt", expected: "n1" }
     ])
     expect(planned.incomplete).toEqual(["more than 2 files in the working directory"])
+    // A command's snapshot recorded both (kernel45): whoever changed them while it ran is not known, and the plan says so.
+    expect(planned.observed).toEqual(["f.txt", "new.txt"])
+    // The same records of a file tool's call are the agent's own writes.
+    const byFileTool = log.map((e) => e.type === "model.tool_call_requested" ? { ...e, payload: { ...e.payload, tool: "write_file" } } : e) as Array<AgentEvent>
+    expect(Either.getOrThrow(Rewind.plan(byFileTool, 5)).observed).toEqual([])
     expect(Either.isLeft(Rewind.plan(log, 7))).toBe(true)
     // Folded as the log is read, the plan is the one made from the collected log, at every point.
     for (let toSequence = 0; toSequence <= log.length + 1; toSequence++) {

@@ -386,27 +386,42 @@ describe("fork after a compaction", () => {
 describe("cassettes and the Promise façade", () => {
   const options = { maxContextTokens: 1000, compaction: { threshold: 0.45, keepRecentTokens: 278 } }
   const turns = ["turn 1", "turn 2", "turn 3"]
+  /** The log of a session that ran the three turns against `responses` (in this window it compacts once). */
+  const threeTurns = (responses: ReadonlyArray<ScriptedResponse>) =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      for (const turn of turns) yield* run(sessionId, turn)
+      return yield* replay(sessionId)
+    }).pipe(Effect.provide(engineWith(responses, options)))
+  const strip = (log: ReadonlyArray<AgentEvent>) => log.map(({ id: _id, ...rest }) => rest)
 
   it.effect("a session that compacted, exported as a cassette, replays to the same events (the summary is a scripted response)", () =>
     Effect.gen(function*() {
-      const recordedLog = yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        for (const turn of turns) yield* run(sessionId, turn)
-        return yield* replay(sessionId)
-      }).pipe(Effect.provide(engineWith([...longTurns.slice(0, 2), { chunks: ["Two turns."] }, { chunks: ["three"] }], options)))
+      const recordedLog = yield* threeTurns([...longTurns.slice(0, 2), { chunks: ["Two turns."] }, { chunks: ["three"] }])
       expect(typesOf(recordedLog)).toContain("session.compacted")
       const script = Cassette.fromEvents(recordedLog)
       expect(script.responses[2]).toEqual({ chunks: ["Two turns."] })
-      const replayed = yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        for (const turn of turns) yield* run(sessionId, turn)
-        return yield* replay(sessionId)
-      }).pipe(Effect.provide(engineWith(script.responses, options)))
-      const strip = (log: ReadonlyArray<AgentEvent>) => log.map(({ id: _id, ...rest }) => rest)
-      expect(strip(replayed)).toEqual(strip(recordedLog))
+      expect(strip(yield* threeTurns(script.responses))).toEqual(strip(recordedLog))
     }))
+
+  it.effect("a compaction's summary usage comes with its cassette: the replayed session.compacted carries the same usage (kernel45: it was dropped)", () =>
+    Effect.gen(function*() {
+      const summaryUsage = { inputTokens: 321, outputTokens: 12 }
+      const recordedLog = yield* threeTurns([...longTurns.slice(0, 2), { chunks: ["Two turns."], usage: summaryUsage }, { chunks: ["three"] }])
+      expect(recordedLog.find((e) => e.type === "session.compacted")?.payload).toMatchObject({ usage: summaryUsage })
+      const script = Cassette.fromEvents(recordedLog)
+      expect(script.responses[2]).toEqual({ chunks: ["Two turns."], usage: summaryUsage })
+      expect(strip(yield* threeTurns(script.responses))).toEqual(strip(recordedLog))
+    }))
+
+  it("an empty summary's usage (compaction.failed {empty_summary}) comes with its cassette too", () => {
+    const usage = { inputTokens: 40, outputTokens: 0 }
+    const script = Cassette.fromEvents([
+      { id: "e1", sessionId: "s", sequence: 1, timestamp: "2026-12-07T00:00:00.000Z", type: "compaction.failed", payload: { compactionId: "c", errorCode: "empty_summary", usage } } as AgentEvent
+    ])
+    expect(script.responses).toEqual([{ usage }])
+  })
 
   it("compactSession on the Promise façade: resolves with the result, rejects with typed errors, and its signal cancels it", async () => {
     const engine = makeSessionEngine({

@@ -93,6 +93,11 @@ export const referenceRewindPlan = (events: ReadonlyArray<AgentEvent>, toSequenc
     if (event.type === "workspace.changed" && event.payload.incomplete !== undefined) incomplete.push(event.payload.incomplete)
     if (event.type === "session.rewound") incomplete.push(...(event.payload.incomplete ?? []))
   }
+  // A command's record (any call's but the file tools') is seen by a snapshot: its files are `observed`.
+  const tools = new Map(after.flatMap((e) => e.type === "model.tool_call_requested" ? [[e.payload.toolCallId, e.payload.tool] as const] : []))
+  const observed = new Set(after.flatMap((e) =>
+    e.type === "workspace.changed" && !["write_file", "edit_file"].includes(tools.get(e.payload.toolCallId) ?? "") ? e.payload.changes.map((c) => c.path) : []
+  ))
   return Either.right({
     toSequence,
     files: [...files].map(([path, { expected, target }]) => ({
@@ -100,6 +105,7 @@ export const referenceRewindPlan = (events: ReadonlyArray<AgentEvent>, toSequenc
       ...(target === undefined ? {} : { target }),
       ...(expected === undefined ? {} : { expected })
     })),
-    incomplete: [...new Set(incomplete)]
+    incomplete: [...new Set(incomplete)],
+    observed: [...files.keys()].filter((path) => observed.has(path))
   })
 }

@@ -156,6 +156,8 @@ for (const [name, makeStore] of stores) {
           expect(rewound.toSequence).toBe(point)
           expect(rewound.forced).toEqual([])
           expect(rewound.incomplete).toEqual([])
+          // The commands' files are named: their snapshots saw them change, whoever wrote them (kernel45); the file tools' are the agent's.
+          expect(rewound.observed).toEqual(["b.txt", "a.txt", "c.txt", "d.txt"])
           expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
           // The mode came back too (sed -i makes a new file).
           expect((yield* Effect.promise(() => NodeFs.stat(NodePath.join(workspace, "a.txt")))).mode & 0o777).toBe(0o755)
@@ -178,8 +180,10 @@ for (const [name, makeStore] of stores) {
 
           // Rewinding the rewind (to the sequence before it) brings the files of the abandoned turn back.
           const rewindSequence = rewound.sequence
-          yield* engine.rewindSession({ sessionId, toSequence: rewindSequence - 1 })
+          const undone = yield* engine.rewindSession({ sessionId, toSequence: rewindSequence - 1 })
           expect(yield* Effect.promise(() => treeHash(workspace))).toBe(after)
+          // What it overwrites is the first rewind's own writes: none seen by a snapshot.
+          expect(undone.observed).toEqual([])
           const again = yield* collect(engine.replaySession({ sessionId }))
           expect(Transcript.messages(Transcript.replay(again)).map((m) => m.role === "tool" ? "tool" : m.content)).toEqual([
             "hi",
@@ -217,6 +221,31 @@ const changeWorkspace = (workspace: string) =>
     yield* collect(engine.runTurn({ sessionId, userMessage: "change things" }))
     return { engine, sessionId, point, before }
   })
+
+describe("rewind: a file saved while a command ran (kernel45)", () => {
+  it.scoped("is named observed in the result and the event, and a rewind of the rewind gives it back", () =>
+    scenario(memoryStore, [
+      { chunks: ["Hello."] },
+      { chunks: ["Editing."], toolCalls: [{ tool: "edit_file", args: { path: "e.txt", oldString: "edited", newString: "changed" } }] },
+      // Stands in for your editor saving notes.txt while a command runs: the snapshot sees the same change.
+      { chunks: ["Testing."], toolCalls: [{ tool: "shell", args: { command: "cp d.txt notes.txt" } }] },
+      { chunks: ["Done."] }
+    ], (workspace) =>
+      Effect.gen(function*() {
+        const { engine, point, sessionId } = yield* changeWorkspace(workspace)
+        const notes = NodePath.join(workspace, "notes.txt")
+        expect(yield* Effect.promise(() => NodeFs.readFile(notes, "utf8"))).toBe("dee\n")
+
+        const rewound = yield* engine.rewindSession({ sessionId, toSequence: point })
+        expect({ changes: rewound.changes.map((c) => c.path), observed: rewound.observed }).toEqual({ changes: ["e.txt", "notes.txt"], observed: ["notes.txt"] })
+        const events = yield* collect(engine.replaySession({ sessionId }))
+        expect(events.at(-1)).toMatchObject({ type: "session.rewound", payload: { observed: ["notes.txt"] } })
+        expect(yield* Effect.promise(() => NodeFs.access(notes).then(() => true, () => false))).toBe(false)
+
+        yield* engine.rewindSession({ sessionId, toSequence: rewound.sequence - 1 })
+        expect(yield* Effect.promise(() => NodeFs.readFile(notes, "utf8"))).toBe("dee\n")
+      })))
+})
 
 describe("rewind refuses, changing nothing", () => {
   it.scoped("a file changed outside the agent since: refused naming it; with force, overwritten and named", () =>

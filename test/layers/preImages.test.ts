@@ -14,7 +14,7 @@ import * as Sha256 from "../../src/layers/blobs/Sha256.js"
 import * as PreImages from "../../src/layers/workspace/PreImages.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
-import { WorkspaceCheckpoints } from "../../src/services/WorkspaceCheckpoints.js"
+import { type Capture, WorkspaceCheckpoints } from "../../src/services/WorkspaceCheckpoints.js"
 
 const folder = Effect.acquireRelease(
   Effect.promise(async () => NodeFs.realpath(await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-preimages-")))),
@@ -141,6 +141,52 @@ describe("PreImages: a shell command's snapshot", () => {
       expect(small.incomplete).toMatch(/more than 5 bytes|past the snapshot's byte cap/)
       expect(small.changes.map((c) => c.path)).not.toContain("big.txt")
     }))
+})
+
+describe("PreImages: two commands at once in one cwd (kernel45: both were only marked incomplete)", () => {
+  /**
+   * Runs `steps` in order in a folder of a.txt, b.txt, c.txt: `+x` starts command x's snapshot, `-x`
+   * ends it, a file name changes that file. Answers each command's capture: its paths and `incomplete`.
+   */
+  const interleaved = (steps: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { "a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" })
+      const cp = yield* WorkspaceCheckpoints
+      const running = new Map<string, Effect.Effect<Capture>>()
+      const captures: Record<string, { readonly changes: ReadonlyArray<string>; readonly incomplete: string | undefined }> = {}
+      for (const step of steps) {
+        const name = step.slice(1)
+        if (step.startsWith("+")) running.set(name, (yield* cp.watch(shellCall(name), dir))!)
+        else if (step.startsWith("-")) {
+          const { changes, incomplete } = yield* running.get(name)!
+          captures[name] = { changes: changes.map((c) => c.path), incomplete }
+        } else yield* write(dir, { [step]: `${step} changed\n` })
+      }
+      return captures
+    }).pipe(Effect.provide(checkpoints()))
+  const uncertain = (files: string) => `another command ran in this working directory at the same time: ${files} changed while it ran, and may be its change recorded here as this command's`
+
+  it.scoped("one inside the other: only what changed while both ran is uncertain, and named", () =>
+    Effect.map(interleaved(["+outer", "a.txt", "+inner", "b.txt", "-inner", "c.txt", "-outer"]), (captures) =>
+      expect(captures).toEqual({
+        outer: { changes: ["a.txt", "b.txt", "c.txt"], incomplete: uncertain("b.txt") },
+        inner: { changes: ["b.txt"], incomplete: uncertain("b.txt") }
+      })))
+
+  it.scoped("overlapping ends: each names only the files changed while both ran", () =>
+    Effect.map(interleaved(["+first", "a.txt", "+second", "b.txt", "-first", "c.txt", "-second"]), (captures) =>
+      expect(captures).toEqual({
+        first: { changes: ["a.txt", "b.txt"], incomplete: uncertain("b.txt") },
+        second: { changes: ["b.txt", "c.txt"], incomplete: uncertain("b.txt") }
+      })))
+
+  it.scoped("nothing changed while both ran: neither record is incomplete", () =>
+    Effect.map(interleaved(["+outer", "a.txt", "+inner", "-inner", "c.txt", "-outer"]), (captures) =>
+      expect(captures).toEqual({
+        outer: { changes: ["a.txt", "c.txt"], incomplete: undefined },
+        inner: { changes: [], incomplete: undefined }
+      })))
 })
 
 describe("PreImages: a restore from a hostile plan writes nothing", () => {

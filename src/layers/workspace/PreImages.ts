@@ -19,7 +19,9 @@
  * pre-image read when its file is written.
  *
  * A command's snapshot sees everyone's writes: a file tool's write in this process meanwhile (a
- * sibling subagent's) is left to that call's record; anyone else's (an editor) is credited to the command.
+ * sibling subagent's) is left to that call's record; another command's in the same cwd is told from
+ * this one's by the scans both took (a change between two scans while no other command ran is not
+ * theirs; the others are named as uncertain); anyone else's (an editor) is credited to the command.
  *
  * @since 0.10.0
  */
@@ -256,14 +258,34 @@ export const make = (options: Options = {}) =>
     /** A command's snapshot runs in `root`: what else writes there meanwhile is noted on it until the effect it returns runs. */
     const commandRunning = (root: string) => {
       const { commands, files } = writersOf(root)
-      const watch: CommandWatch = { byFileTools: new Set(files.keys()), withOtherCommands: commands.size > 0 }
-      for (const other of commands) other.withOtherCommands = true
+      const watch: CommandWatch = { byFileTools: new Set(files.keys()), registered: tick(), others: new Set(), scans: [] }
+      for (const other of commands) {
+        other.others.add(watch)
+        watch.others.add(other)
+      }
       commands.add(watch)
       return { watch, done: Effect.sync(() => {
+        watch.done = tick()
         commands.delete(watch)
         forget(root)
       }) }
     }
+    /** A command's scan of `root`, told to the other commands there: the points between which their changes are placed. */
+    const scanned = (root: string, watch: CommandWatch, which: "before" | "after", scanning: () => Promise<Scan>) =>
+      Effect.promise(async () => {
+        const start = tick()
+        if (which === "after") watch.afterStart = start
+        const result = await scanning()
+        const end = tick()
+        if (which === "before") watch.beforeEnd = end
+        const others = [...(writers.get(root)?.commands ?? [])].filter((other) => other !== watch)
+        // Only while commands overlap (rare): the other commands keep the file stats, not the contents.
+        if (others.length > 0) {
+          const point: Point = { start, end, files: new Map([...result.files].map(([path, seen]) => [path, { ...seen, bytes: undefined }])) }
+          for (const other of others) other.scans.push(point)
+        }
+        return { scan: result, point: { start, end, files: result.files } satisfies Point }
+      })
 
     /** One file a file tool writes: its content before, then what changed. */
     const watchFile = (call: PreparedCall, cwd: string) =>
@@ -294,11 +316,12 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         const root = yield* Paths.realCwd(cwd)
         const { done, watch } = commandRunning(root)
-        const before = yield* Effect.promise(() => scan(root, caps, true)).pipe(Effect.onError(() => done))
-        return Effect.promise(() => scan(root, caps, false)).pipe(
+        const before = yield* scanned(root, watch, "before", () => scan(root, caps, true)).pipe(Effect.onError(() => done))
+        return scanned(root, watch, "after", () => scan(root, caps, false)).pipe(
           Effect.ensuring(done),
-          Effect.flatMap((after) => compare(before, after, root)),
-          Effect.map((capture) => creditedToCommand(capture, watch))
+          Effect.flatMap((after) =>
+            Effect.map(compare(before.scan, after.scan, root), (capture) => creditedToCommand(capture, watch, sharedChanges(capture, watch, before.point, after.point)))
+          )
         )
       })
 
@@ -424,28 +447,85 @@ export const make = (options: Options = {}) =>
     return WorkspaceCheckpoints.of({ watch, restore })
   })
 
+/**
+ * A logical clock of this process's scans: each scan's start and end, and when a command's snapshot
+ * began and ended, get a tick, so that which command could have written between two scans is known
+ * by order alone, never by time.
+ */
+let clock = 0
+const tick = () => ++clock
+
+/** A scan of a cwd, between two ticks (a file was read somewhere between them). */
+interface Point {
+  readonly start: number
+  readonly end: number
+  readonly files: ReadonlyMap<string, Seen>
+}
+
 /** What else wrote in a command's cwd while its snapshot ran (in this process). */
 interface CommandWatch {
   /** The files file tools (a sibling subagent's) wrote meanwhile. */
   readonly byFileTools: Set<string>
-  /** Whether another command's snapshot ran at the same time. */
-  withOtherCommands: boolean
+  readonly registered: number
+  /** Its first scan's end: its command starts after it. */
+  beforeEnd?: number
+  /** Its second scan's start: its command (its process tree, in the sandbox) has ended before it. */
+  afterStart?: number
+  /** When its snapshot was let go. */
+  done?: number
+  /** The other commands whose snapshots ran in the same cwd at some time while this one's did. */
+  readonly others: Set<CommandWatch>
+  /** The scans they took meanwhile (file stats only). */
+  readonly scans: Array<Point>
+}
+
+/** When another command could have written: after its first scan, before its second (a snapshot that never scanned: from its start to its end). */
+const writesBetween = (other: CommandWatch): readonly [number, number] | undefined => {
+  const from = other.beforeEnd ?? (other.done === undefined ? undefined : other.registered)
+  return from === undefined ? undefined : [from, other.afterStart ?? other.done ?? Number.POSITIVE_INFINITY]
 }
 
 /**
- * A command's capture without the files a file tool wrote while it ran (they are that call's
- * change, in its own session: a rewind of the command must not undo them), saying so, and saying
- * when another command ran in the same folder meanwhile (its changes cannot be told from this one's).
+ * The files of a command's capture that another command running in the same cwd could have written:
+ * its two scans and the scans the others took meanwhile place each file's changes between two of
+ * them (by stats, as the snapshot compares files); a change placed where no other command ran is not
+ * theirs (whether it is this command's or another program's is what the snapshot never knows). With
+ * no other command, none.
  */
-const creditedToCommand = (capture: Capture, watch: CommandWatch): Capture => {
+const sharedChanges = (capture: Capture, watch: CommandWatch, before: Point, after: Point): ReadonlyArray<string> => {
+  const windows = [...watch.others].map(writesBetween).filter((w) => w !== undefined)
+  if (windows.length === 0) return []
+  const points = [before, ...watch.scans.filter((p) => p.start > before.end && p.end < after.start).sort((a, b) => a.end - b.end), after]
+  const shared = (from: Point, to: Point) => {
+    const start = Math.min(from.start, to.start)
+    const end = Math.max(from.end, to.end)
+    return windows.some(([writesFrom, writesUntil]) => writesFrom < end && start < writesUntil)
+  }
+  const differ = (a: Seen | undefined, b: Seen | undefined) => a === undefined || b === undefined ? a !== b : !sameStat(a, b)
+  return capture.changes.map((change) => change.path).filter((path) =>
+    points.slice(1).some((to, i) => differ(points[i]!.files.get(path), to.files.get(path)) && shared(points[i]!, to))
+  )
+}
+
+/** At most three paths, and how many more. */
+const named = (paths: ReadonlyArray<string>) => `${paths.slice(0, 3).join(", ")}${paths.length > 3 ? ` and ${paths.length - 3} more` : ""}`
+
+/**
+ * A command's capture without the files a file tool wrote while it ran (they are that call's
+ * change, in its own session: a rewind of the command must not undo them), saying so, and naming
+ * the files another command in the same folder may have written meanwhile (`shared`: their changes
+ * cannot be told from this one's; the others' are this command's as any other change is).
+ */
+const creditedToCommand = (capture: Capture, watch: CommandWatch, shared: ReadonlyArray<string>): Capture => {
   const others = capture.changes.filter((change) => watch.byFileTools.has(change.path)).map((change) => change.path)
-  const why = others.length > 0
-    ? `another call wrote ${others.slice(0, 3).join(", ")}${others.length > 3 ? ` and ${others.length - 3} more` : ""} while this command ran: ` +
-      "recorded as that call's change, not this command's"
-    : watch.withOtherCommands
-    ? "another command ran in this working directory at the same time: its changes may be recorded here as this command's"
-    : undefined
-  if (why === undefined) return capture
+  const reasons = [
+    ...(others.length > 0 ? [`another call wrote ${named(others)} while this command ran: recorded as that call's change, not this command's`] : []),
+    ...(shared.some((path) => !watch.byFileTools.has(path))
+      ? [`another command ran in this working directory at the same time: ${named(shared.filter((path) => !watch.byFileTools.has(path)))} changed while it ran, and may be its change recorded here as this command's`]
+      : [])
+  ]
+  if (reasons.length === 0) return capture
+  const why = reasons.join("; ")
   return { changes: capture.changes.filter((change) => !watch.byFileTools.has(change.path)), incomplete: capture.incomplete ?? why }
 }
 
