@@ -191,6 +191,12 @@ export const recordedMcp = (choice: Choice) =>
     ? Effect.succeed(Option.none<McpCassette.Recording>())
     : Effect.map(readScript(choice.script.value), (script) => Option.fromNullable(script.mcp))
 
+/** A provider's `*_MODEL` variable as the provider reads it (none when unset or unreadable), for the notice. */
+const modelVariable = (name: string) => Config.option(Config.string(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+
+/** ` at <url>` for a `--base-url`, shown without its query or credentials; nothing without one. */
+const atBaseUrl = (baseURL: string | undefined) => baseURL === undefined ? "" : ` at ${Address.shown(baseURL)}`
+
 /**
  * The model layer for a choice, and its notice (which model answers), to print once nothing else
  * can fail first: a command that then fails on a bad settings file or `.mcp.json` says only that.
@@ -222,7 +228,8 @@ export const chosen = (choice: Choice) =>
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
       const thinking = yield* thinkingOptions(choice, AnthropicModelProvider)
-      const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
+      // As the provider reads it: `--model`, else `ANTHROPIC_MODEL`, else its default (before, the notice named the default while ANTHROPIC_MODEL answered).
+      const model = `anthropic ${overrides.model ?? Option.getOrUndefined(yield* modelVariable("ANTHROPIC_MODEL")) ?? AnthropicModelProvider.defaultModel}${atBaseUrl(overrides.baseURL)}`
       const thinks = thinkingShown(thinking)
       return {
         model,
@@ -243,8 +250,7 @@ export const chosen = (choice: Choice) =>
       yield* usableKey("OPENAI_API_KEY", openAiKey)
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
       // The model the provider will use: `--model`, else `OPENAI_MODEL` (read as the provider reads it), else its default.
-      const named = yield* Config.option(Config.string("OPENAI_MODEL")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
-      const model = `openai ${overrides.model ?? Option.getOrUndefined(named) ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${Address.shown(overrides.baseURL)}`}`
+      const model = `openai ${overrides.model ?? Option.getOrUndefined(yield* modelVariable("OPENAI_MODEL")) ?? OpenAiModelProvider.defaultModel}${atBaseUrl(overrides.baseURL)}`
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),

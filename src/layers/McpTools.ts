@@ -1,8 +1,9 @@
 /**
  * Tools from MCP servers (`@modelcontextprotocol/sdk`), over stdio or Streamable HTTP, as a
  * `ToolRouter` — alone (`layer`) or beside the router below it, such as the workspace tools
- * (`extend`). Each server's tools appear as `mcp__<server>__<tool>` (characters other than letters,
- * digits, `_` and `-` become `_`; a name two tools would share is an error, not a silent shadow).
+ * (`extend`). Each server's tools appear as `mcp__<server>__<tool>` (the secrets the server's
+ * configuration gives it hidden in `<tool>` first, then characters other than letters, digits, `_`
+ * and `-` become `_`; a name two tools would share is an error, not a silent shadow).
  *
  * Every call goes through the permission engine like any tool: its risk is `network` (it leaves the
  * agent for another program), so the default mode asks, `acceptEdits` asks and `readOnly` denies;
@@ -88,7 +89,8 @@ export interface Options {
   readonly onServerFailed?: ((error: McpError) => Effect.Effect<void>) | undefined
   /**
    * Told of each tool left out because its input schema is not a JSON Schema a vendor takes
-   * (`McpInputSchema`), in one line naming the server, the tool and why; once per tool and reason in
+   * (`McpInputSchema`), or its output schema is larger than 64 KiB or nests more than 256 levels
+   * (`McpConnection.maxOutputSchemaBytes`), in one line naming the server, the tool and why; once per tool and reason in
    * the session (default: a warning in Effect's log). The server's other tools are offered.
    */
   readonly onToolLeftOut?: ((note: string) => Effect.Effect<void>) | undefined
@@ -108,8 +110,9 @@ export interface Listing {
   readonly leftOut: ReadonlyArray<LeftOut>
 }
 
-/** A server's tool not offered: its input schema is not a JSON Schema a vendor takes. */
+/** A server's tool not offered: its input schema is not a JSON Schema a vendor takes, or its output schema is past `McpConnection.maxOutputSchemaBytes`. */
 export interface LeftOut {
+  /** The server's own name for it, with the secrets its configuration gives it hidden. */
   readonly tool: string
   readonly reason: string
 }
@@ -142,7 +145,7 @@ export const hashOf = (tools: ReadonlyArray<ToolDefinition>): string =>
   createHash("sha256").update(JSON.stringify(tools.map(({ description, inputSchema, name }) => [name, description, inputSchema]))).digest("hex")
 
 const definitionOf = (server: string, tool: McpConnection.ServerTool): ToolDefinition => ({
-  name: toolName(server, tool.name),
+  name: toolName(server, tool.shownName),
   description: tool.description,
   inputSchema: (typeof tool.inputSchema === "object" && tool.inputSchema !== null ? tool.inputSchema : { type: "object" }) as JsonObject,
   sequential: false
@@ -173,7 +176,10 @@ export const resultText = (result: CallToolResult): string => {
 interface Bound {
   readonly connection: McpConnection.Connection
   readonly server: string
+  /** The server's own name for the tool (what a call sends). */
   readonly tool: string
+  /** That name with the server's secrets hidden (what messages show). */
+  readonly shownName: string
 }
 
 /**
@@ -239,13 +245,13 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
               server: connection.name,
               error: new McpError({
                 reason: "name_collision",
-                message: `MCP server "${connection.name}": its tool ${McpNames.shown(tool.name)} would be named ${definition.name}, as ${
-                  other === undefined ? "a tool already is" : `the tool ${McpNames.shown(other.tool)} of "${other.server}" is`
+                message: `MCP server "${connection.name}": its tool ${McpNames.shown(tool.shownName)} would be named ${definition.name}, as ${
+                  other === undefined ? "a tool already is" : `the tool ${McpNames.shown(other.shownName)} of "${other.server}" is`
                 }`
               })
             }
           }
-          table.set(definition.name, { connection, server: connection.name, tool: tool.name })
+          table.set(definition.name, { connection, server: connection.name, tool: tool.name, shownName: tool.shownName })
           defs.push(definition)
         }
         next.push({
@@ -275,9 +281,16 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
         for (const listed of tools) {
           // Draft-04's boolean exclusive bounds as numbers first: the form every vendor takes.
           const tool = { ...listed, inputSchema: McpInputSchema.withNumericBounds(listed.inputSchema) }
-          const reason = McpInputSchema.problem(tool.inputSchema)
+          const problem = McpInputSchema.problem(tool.inputSchema)
+          const reason = problem !== undefined
+            ? `its input schema is not a valid JSON Schema (${problem})`
+            : tool.outputSchemaBytes > McpConnection.maxOutputSchemaBytes
+            ? `its output schema ${
+              tool.outputSchemaBytes === Infinity ? `nests more than ${McpConnection.maxJsonDepth} levels deep` : `is larger than ${McpConnection.maxOutputSchemaBytes / 1024} KiB`
+            }, past what the agent compiles to check the tool's results`
+            : undefined
           if (reason === undefined) kept.push(tool)
-          else refused.push({ tool: tool.name, reason: `its input schema is not a valid JSON Schema (${reason})` })
+          else refused.push({ tool: tool.shownName, reason })
         }
         offered.set(connection.name, kept)
         leftOut.set(connection.name, refused)

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Address from "../../src/domain/Address.js"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import * as WireServer from "../layers/WireServer.js"
@@ -192,6 +193,26 @@ describe("the CLI with real providers (against the replay server)", () => {
     expect(result.stdout).toBe("Hello! How can I help with your code today?\n")
     expect(result.stderr).toContain("answering with anthropic")
     expect(server.received.at(-1)!.path).toBe("/v1/messages")
+  })
+
+  // reach45: the notice named `--model` or Anthropic's default, never ANTHROPIC_MODEL, which the
+  // provider asked for: "answering with anthropic claude-…" named a model that did not answer.
+  it("names the model ANTHROPIC_MODEL chose in the notice, and a --base-url after it", async () => {
+    server.respond(WireServer.recording("anthropic", "text"))
+    const byEnv = await run(["run", "hello", "--data-dir", dataDir], {
+      env: { ANTHROPIC_API_KEY: "sk-ant-cli-test", ANTHROPIC_BASE_URL: server.url, ANTHROPIC_MODEL: "claude-from-env" }
+    })
+    expect(byEnv.code).toBe(0)
+    expect(byEnv.stderr).toContain("effect-agent: answering with anthropic claude-from-env.")
+    expect(server.received.at(-1)!.body.model).toBe("claude-from-env")
+    // --model still comes first, and a --base-url is named as openai's is.
+    server.respond(WireServer.recording("anthropic", "text"))
+    const byFlag = await run(["run", "hello", "--model", "claude-from-flag", "--base-url", server.url, "--data-dir", dataDir], {
+      env: { ANTHROPIC_API_KEY: "sk-ant-cli-test", ANTHROPIC_MODEL: "claude-from-env" }
+    })
+    expect(byFlag.code).toBe(0)
+    expect(byFlag.stderr).toContain(`effect-agent: answering with anthropic claude-from-flag at ${Address.shown(server.url)}.`)
+    expect(server.received.at(-1)!.body.model).toBe("claude-from-flag")
   })
 
   it("a provider without its key is one clear error", async () => {

@@ -2,7 +2,8 @@
  * A stdio server is stopped with every process it started: a server run through `sh -c`, a wrapper
  * or `npx` is the agent's grandchild, and stopping only the direct child left it running.
  */
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
+import { randomUUID } from "node:crypto"
 import { createInterface } from "node:readline"
 import { resolve } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -33,6 +34,21 @@ const killedAtEnd = (pid: number) => {
   return pid
 }
 
+/** The processes whose command line holds `marker` (`pgrep -f`). */
+const pgrep = (marker: string): ReadonlyArray<number> => {
+  try {
+    return execFileSync("pgrep", ["-f", marker], { encoding: "utf8" }).trim().split("\n").map(Number)
+  } catch {
+    // pgrep's exit code 1: none.
+    return []
+  }
+}
+
+/** Waits until `condition` holds, looking again every 20 ms: the test's timeout its only bound. */
+const until = async (condition: () => boolean) => {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20))
+}
+
 const pidOf = (tools: McpTools.McpTools) =>
   Effect.gen(function*() {
     const prepared = yield* tools.router.prepare({ toolCallId: "pid", tool: "mcp__stubborn__pid", args: {} }, "/")
@@ -59,6 +75,41 @@ layer(NodeContext.layer)("a stdio server's processes", (it) => {
       expect(second).not.toBe(first)
       yield* Scope.close(scope, Exit.void)
       yield* Effect.promise(() => untilGone(second))
+    }).pipe(Effect.scoped))
+
+  // reach45: a server that exits on its own (a crash) while a process its wrapper started runs on.
+  // Before, the guardian ended with the server at once: a helper that ignores SIGTERM ran on (the
+  // agent's SIGTERM at the server's end is all it got) until the next call or the session's end — for
+  // good once the agent was gone — and one that held the server's stdout kept the agent from seeing
+  // the end, so the call in flight waited for its time limit (here an hour: these tests timed out).
+  // Every process of the tree carries a unique marker in its command line, found with pgrep.
+  const helper = `process.on("SIGTERM", () => {}); setInterval(() => {}, 1 << 30)`
+  const server = new URL("../fixtures/mcp/server.mjs", import.meta.url).pathname
+  it.effect.each([
+    ["holds the server's stdout", ""],
+    ["has its own stdio", " </dev/null >/dev/null 2>&1"]
+  ])("a server that crashes while a helper its wrapper started %s: the call fails at once, and the helper is stopped with the group, the session going on", ([, redirect]) =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const marker = `effect-agent-crash-${randomUUID()}`
+      onTestFinished(() => {
+        for (const pid of pgrep(marker)) if (alive(pid)) process.kill(pid, "SIGKILL")
+      })
+      const script = `"$0" -e "$1" "$2-helper"${redirect} & "$0" "$3" "$2-server"; exit $?`
+      const crashing = { command: "/bin/sh", args: ["-c", script, process.execPath, helper, marker, server], timeout: 3_600_000 }
+      const scope = yield* Scope.make()
+      const tools = yield* Scope.extend(McpTools.make({ servers: { crashing }, cwd }), scope)
+      yield* Effect.promise(() => until(() => pgrep(`${marker}-helper`).length === 1))
+      // The guardian, the wrapper, the server and the helper.
+      const tree = pgrep(marker)
+      expect(tree).toHaveLength(4)
+      const prepared = yield* tools.router.prepare({ toolCallId: "crash", tool: "mcp__crashing__crash", args: {} }, cwd)
+      const crashed = yield* Effect.either(tools.router.execute(prepared, {} as never))
+      expect(Either.isLeft(crashed) && crashed.left.errorCode).toBe("mcp_server_failed")
+      // Nothing of that tree is left, the scope still open (the call's end started the server again, a tree of its own).
+      yield* Effect.promise(() => until(() => tree.every((pid) => !alive(pid))))
+      yield* Scope.close(scope, Exit.void)
+      yield* Effect.promise(() => until(() => pgrep(marker).length === 0))
     }).pipe(Effect.scoped))
 
   // What the parent-death signal (`setpriv --pdeathsig KILL`) holds now that a server leads a process

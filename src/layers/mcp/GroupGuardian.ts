@@ -16,6 +16,14 @@
  * them and ends when its server does. It tells the agent on the socket whether the server started:
  * `{"spawned":true}`, or `{"error":…,"code":…}` (a command not found is still `spawn x ENOENT`).
  *
+ * A server that exits on its own (a crash) ends with what it started: if any other process of the
+ * group runs on, the guardian stops them as close() does (SIGTERM, a grace, SIGKILL — the last to
+ * the group, itself included) before it ends. Before, it ended with the server at once, and a
+ * helper the server's wrapper had started (`sh -c 'helper & node server.mjs'`) ran on with no one to
+ * stop it once the agent was gone; one that held the server's stdout kept the agent from seeing
+ * the end, and the call in flight waited for its time limit. The group's other processes are read
+ * from `/proc` (each process's group is the 5th field of its `stat`), else from `ps`.
+ *
  * @since 0.14.0
  * @internal
  */
@@ -39,14 +47,53 @@ export const guardianEnv = (env: Readonly<Record<string, string>>): Record<strin
   return NODE_OPTIONS === undefined ? rest : { ...rest, [serverNodeOptions]: NODE_OPTIONS }
 }
 
+/** How often, while the guardian stops what its exited server left running, it looks at the group again. */
+export const pollMillis = 50
+
 /** The guardian, as `node -e` runs it (CommonJS); `process.argv` is `[node, command, ...args]`. */
 export const program = `"use strict"
-const { spawn } = require("node:child_process")
-const { closeSync, openSync } = require("node:fs")
+const { execFileSync, spawn } = require("node:child_process")
+const { closeSync, openSync, readdirSync, readFileSync } = require("node:fs")
 const { Socket } = require("node:net")
 const agent = new Socket({ fd: 3, readable: true, writable: true })
 const tell = (said, then) => agent.write(JSON.stringify(said) + "\\n", then)
 const group = (signal) => { try { process.kill(-process.pid, signal) } catch {} }
+// Whether a process of the group but the guardian (and a zombie) runs: from /proc, else ps (whose
+// own process, the guardian's child, is left out); either unreadable, as if one did.
+const othersRun = () => {
+  let names
+  try { names = readdirSync("/proc") } catch { names = undefined }
+  if (names !== undefined && names.includes("self")) {
+    for (const name of names) {
+      if (!/^[0-9]+$/.test(name) || Number(name) === process.pid) continue
+      let stat
+      try { stat = readFileSync("/proc/" + name + "/stat", "latin1") } catch { continue }
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      if (!/^[ZX]/.test(fields[0]) && Number(fields[2]) === process.pid) return true
+    }
+    return false
+  }
+  try {
+    const rows = execFileSync("ps", ["-A", "-o", "pid=,ppid=,pgid=,stat="], { encoding: "latin1" }).trim().split("\\n")
+    return rows.some((row) => {
+      const [pid, ppid, pgid, stat] = row.trim().split(/\\s+/)
+      return Number(pgid) === process.pid && Number(pid) !== process.pid && Number(ppid) !== process.pid && !/^[ZX]/.test(String(stat))
+    })
+  } catch { return true }
+}
+// The server exited on its own: what it left in the group is stopped before the guardian ends.
+const end = (code) => {
+  if (!othersRun()) return process.exit(code)
+  group("SIGTERM")
+  const until = Date.now() + ${graceMillis}
+  const look = () => {
+    if (agentGone) return
+    if (!othersRun()) return process.exit(code)
+    if (Date.now() >= until) return group("SIGKILL")
+    setTimeout(look, ${pollMillis})
+  }
+  setTimeout(look, ${pollMillis})
+}
 let agentGone = false
 for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, () => {})
 const env = { ...process.env }
@@ -58,7 +105,7 @@ const server = spawn(process.argv[1], process.argv.slice(2), { stdio: "inherit",
 for (const fd of [0, 1, 2]) { closeSync(fd); openSync("/dev/null", fd === 0 ? "r" : "w") }
 server.on("spawn", () => tell({ spawned: true }))
 server.on("error", (error) => tell({ error: error.message, code: error.code }, () => process.exit(127)))
-server.on("exit", (code) => { if (!agentGone) process.exit(code ?? 1) })
+server.on("exit", (code) => { if (!agentGone) end(code ?? 1) })
 agent.on("error", () => {})
 agent.on("close", () => {
   agentGone = true

@@ -18,6 +18,8 @@ import { resolve as resolvePath } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/index.js"
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv"
 import { type CallToolResult, ErrorCode, McpError as SdkError, type Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -50,6 +52,14 @@ const maxPages = 100
 export const maxTools = 1000
 export const maxListBytes = 1024 * 1024
 
+/**
+ * The largest output schema a tool may have (its JSON's bytes): checking the tool's results compiles
+ * it (Ajv generates code for it, synchronously, on the agent's thread), and compiling grows with the
+ * schema — one of 0.87 MB took 13–18 s (`McpInputSchema`'s measures). A tool past it is left out
+ * (`McpTools.Options.onToolLeftOut`), as one whose input schema no vendor takes.
+ */
+export const maxOutputSchemaBytes = 64 * 1024
+
 /** The longest tool description kept (a server's text goes into every request and into the log). */
 export const maxDescriptionChars = 4096
 const capped = (description: string): string =>
@@ -66,9 +76,21 @@ export const maxJsonDepth = 256
 
 /** A tool as a server describes it: its own name, description and input schema. */
 export interface ServerTool {
+  /** The server's own name for it: what a call sends, never shown or offered as it is. */
   readonly name: string
+  /**
+   * `name` with the secrets the server's configuration gives it hidden (`McpSecrets`): what the tool
+   * is offered under (`McpNames.toolName`) and named in messages. A name is text of the server's as
+   * a description is: a server that names a tool after its key put the key into every request.
+   */
+  readonly shownName: string
   readonly description: string
   readonly inputSchema: Readonly<Record<string, unknown>>
+  /**
+   * The bytes of its output schema as JSON (0: none), `Infinity` for one nesting deeper than
+   * `maxJsonDepth`: what checking its results would compile (`lazyOutputValidator`).
+   */
+  readonly outputSchemaBytes: number
 }
 
 /** How a connection is made and used. */
@@ -147,6 +169,30 @@ const transportOf = (options: Options): Transport => {
 
 const clientInfo = { name: "effect-agent", version: "0.5.0" }
 
+/**
+ * The SDK client's checker of tools' output schemas, compiling a tool's schema at its first result
+ * that has one to check, not when the list is read. The SDK's own (Ajv) compiled every listed tool's
+ * `outputSchema` inside `listTools`, synchronously, before the agent saw the list — so before its
+ * bounds (`maxTools`, `maxListBytes`, which never counted output schemas) could refuse it, and past
+ * the start-up limit (a timeout cannot stop synchronous work): a server listing 10,000 tools with
+ * output schemas held the agent's event loop for the whole compile, and a schema Ajv refuses failed
+ * the whole list. Now a listing costs reading it; a call compiles its own tool's schema once (its
+ * failure fails that call, `tool_error`, as a result that does not match does). Ajv itself is made at
+ * the first compile: a server whose tools have no output schema never pays for it.
+ */
+export const lazyOutputValidator = (): jsonSchemaValidator => {
+  let ajv: AjvJsonSchemaValidator | undefined
+  return {
+    getValidator: <T>(schema: JsonSchemaType): JsonSchemaValidator<T> => {
+      let compiled: JsonSchemaValidator<T> | undefined
+      return (input) => {
+        compiled ??= (ajv ??= new AjvJsonSchemaValidator()).getValidator<T>(schema)
+        return compiled(input)
+      }
+    }
+  }
+}
+
 /** An error's first line, its secrets hidden before it is cut (a cut secret would show its start). */
 const describeError = (error: unknown, secrets: ReadonlyArray<string>): string =>
   McpSecrets.redact((error instanceof Error ? error.message : String(error)).split("\n")[0]!, secrets).slice(0, 300)
@@ -190,7 +236,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
         }
       }
       const broken = yield* Deferred.make<string>()
-      const client = new Client(clientInfo, { capabilities: {} })
+      const client = new Client(clientInfo, { capabilities: {}, jsonSchemaValidator: lazyOutputValidator() })
       const transport = transportOf(options)
       client.onclose = () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection"))
       // Only the transport's errors (a line that is not JSON-RPC, one past its bound, a stream
@@ -248,19 +294,29 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           if (deep !== undefined) {
             return yield* new McpError({
               reason: "list_failed",
-              message: `MCP server "${options.name}": the input schema of its tool ${McpNames.shown(deep.name)} nests more than ${maxJsonDepth} levels deep`
+              message: `MCP server "${options.name}": the input schema of its tool ${McpNames.shown(redact(deep.name))} nests more than ${maxJsonDepth} levels deep`
             })
           }
           for (const t of page.tools as ReadonlyArray<SdkTool>) {
             // The server's secrets hidden before the description is cut (a cut secret would show its
             // start) and before anything is counted or hashed: a server that writes its key into its
-            // help put it into every request and into `mcp.tools_listed`.
-            const tool: ServerTool = { name: t.name, description: capped(redact(t.description ?? "")), inputSchema: McpSecrets.redactJson(t.inputSchema, secrets) }
+            // help put it into every request and into `mcp.tools_listed`; its name alike (`shownName`).
+            const tool: ServerTool = {
+              name: t.name,
+              shownName: redact(t.name),
+              description: capped(redact(t.description ?? "")),
+              inputSchema: McpSecrets.redactJson(t.inputSchema, secrets),
+              outputSchemaBytes: t.outputSchema === undefined
+                ? 0
+                : Json.nestsDeeperThan(t.outputSchema, maxJsonDepth)
+                ? Infinity
+                : Buffer.byteLength(JSON.stringify(t.outputSchema))
+            }
             listBytes += Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description) + Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {}))
             const refused = tools.length >= maxTools
               ? `lists more than ${maxTools} tools`
               : listBytes > maxListBytes
-              ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${McpNames.shown(tool.name)}`
+              ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${McpNames.shown(tool.shownName)}`
               : undefined
             if (refused !== undefined) {
               return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" ${refused}: every model request would carry them` })
