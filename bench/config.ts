@@ -27,6 +27,13 @@ export const config = {
   turnReps: num("TURN_REPS", 21, 7),
   /** Rows 10–11: repetitions of the turn through the SDK (a vendor process; each ~0.5 s). */
   sdkTurnReps: num("SDK_TURN_REPS", 7, 5),
+  /** Row 24: deltas of the turn from the paced vendor (each turn lasts about deltas × pace ms), repetitions; the pace (rows 24–25). */
+  pacedDeltas: num("PACED_DELTAS", 2_000, 500),
+  pacedReps: num("PACED_REPS", 5, 3),
+  vendorPaceMs: num("VENDOR_PACE_MS", 1, 1),
+  /** Row 25: turns whose first delta's latency is sampled, and deltas per turn. */
+  firstDeltaTurns: num("FIRST_DELTA_TURNS", 100, 30),
+  firstDeltaDeltas: num("FIRST_DELTA_DELTAS", 10, 10),
   /** Row 3: events appended per repetition. */
   appendEvents: num("APPEND_EVENTS", 10_000, 5_000),
   appendReps: num("APPEND_REPS", 9, 5),
@@ -56,7 +63,7 @@ export const config = {
   cliReps: num("CLI_REPS", 10, 5),
   /** Row 9: sessions touched by one engine (more than twice the engine's default cache, 1,024 sessions). */
   sessions: num("SESSIONS", 3_000, 2_200),
-  /** Rows 10–11: sessions listed, and CLI runs per contender. */
+  /** Rows 12–13: sessions listed, and CLI runs per contender. */
   listSessions: num("LIST_SESSIONS", 10_000, 10_000),
   listReps: num("LIST_REPS", 5, 3),
   /** Row 12: sessions a cluster runner drives in sequence. */
@@ -65,6 +72,8 @@ export const config = {
   serveDeltas: num("SERVE_DELTAS", 10_000, 2_000),
   serveClients: num("SERVE_CLIENTS", 100, 100),
   serveReps: num("SERVE_REPS", 3, 1),
+  /** Rows 26–27: deltas of the paced watched turn (the scripted delay of VENDOR_PACE_MS before each). */
+  servePacedDeltas: num("SERVE_PACED_DELTAS", 2_000, 500),
   /** Rows 17–18: deltas of the turn during which /healthz is probed, and the watchers of each row. */
   healthDeltas: num("HEALTH_DELTAS", 2_000, 2_000),
   healthWatchers: num("HEALTH_WATCHERS", 50, 50),

@@ -64,3 +64,29 @@ export const readFileScript = (steps: number): Array<AssistantMessage> => [
   ...Array.from({ length: steps }, (_, i) => fauxAssistantMessage(fauxToolCall("read_file", { path: "a.txt" }, { id: `call_${i}` }), { stopReason: "toolUse" })),
   fauxAssistantMessage("done")
 ]
+
+/**
+ * A stream function answering every request with `deltas` as text, one delta per microtask (rows 1–2's
+ * pi side): what pi-ai's real providers hand the agent — one `text_delta` per SSE event, `partial`
+ * shared and grown in place — without pi-ai's faux provider's extra work per delta (a `{...partial}`
+ * copy, `structuredClone`, `serializeContext`), as our side's model does none of it either.
+ */
+export const perDeltaStreamFn = (deltas: ReadonlyArray<string>): StreamFn => () => {
+  const stream = createAssistantMessageEventStream()
+  const message = fauxAssistantMessage(deltas.join(""))
+  const text = { type: "text" as const, text: "" }
+  const partial: AssistantMessage = { ...message, content: [text] }
+  void (async () => {
+    stream.push({ type: "start", partial })
+    stream.push({ type: "text_start", contentIndex: 0, partial })
+    for (const delta of deltas) {
+      await new Promise<void>((resolve) => queueMicrotask(resolve))
+      text.text += delta
+      stream.push({ type: "text_delta", contentIndex: 0, delta, partial })
+    }
+    stream.push({ type: "text_end", contentIndex: 0, content: text.text, partial })
+    stream.push({ type: "done", reason: "stop", message })
+    stream.end(message)
+  })()
+  return stream
+}

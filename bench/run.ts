@@ -21,10 +21,10 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [7], run: () => import("./rows/cancel.js").then((m) => m.run()) },
   { rows: [8], run: () => import("./rows/cli.js").then((m) => m.run()) },
   { rows: [9], run: () => import("./rows/sessions.js").then((m) => m.run()) },
-  { rows: [10, 11], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) },
+  { rows: [10, 11, 24, 25], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) },
   { rows: [12, 13], run: () => import("./rows/listing.js").then((m) => m.run()) },
   { rows: [14], run: () => import("./rows/runner.js").then((m) => m.run()) },
-  { rows: [15, 16, 17, 18], run: () => import("./rows/serve.js").then((m) => m.run()) },
+  { rows: [15, 16, 17, 18, 26, 27], run: () => import("./rows/serve.js").then((m) => m.run()) },
   { rows: [19, 20, 21], run: () => import("./rows/steps.js").then((m) => m.run()) },
   { rows: [22, 23], run: () => import("./rows/forkRewind.js").then((m) => m.run()) }
 ]

@@ -2,8 +2,10 @@
  * Row 10's turn taken apart by layer: CPU time per event of this process for the Anthropic SDK's
  * `messages.create` iterated with no work, for our `AnthropicModelProvider`'s stream drained, and
  * for the whole turn (engine, memory store) — each reading the same local fake vendor
- * (`bench/vendor.ts`, its own process), one delta per SSE event. So what the SDK costs (pi-agent-core
- * pays it too), what our adapter adds and what the engine adds are read apart. The three are
+ * (`bench/vendor.ts`, its own process, unpaced: many events per socket read), one delta per SSE
+ * event. So what our SDK costs, what our adapter adds and what the engine adds are read apart.
+ * pi-agent-core does not pay the same SDK cost: pi-ai bundles its own `@anthropic-ai/sdk` (0.91.1),
+ * uses it to send the request and parses the SSE itself. The three are
  * alternated, round by round, in one process. Not part of `npm run bench` (the row is); a tool for
  * finding where an event goes:
  *

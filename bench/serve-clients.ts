@@ -3,7 +3,8 @@
  * the bench's event loop): `node bench/serve-clients.ts <url> <token> <sessionId> <clients>`.
  * Opens every `/live` connection (one socket each), prints `ready` once all are connected, waits
  * for `go` on stdin, starts the turn over HTTP and times until every client has read
- * `turn.completed`. Each client checks its ids are 1, 2, 3… with no gap and no duplicate. Prints
+ * `turn.completed` (`node bench/serve-clients.ts … <clients> <stalled>`: the first `stalled` clients stop
+ * reading once connected and are not waited for). Each client checks its ids are 1, 2, 3… with no gap and no duplicate. Prints
  * one JSON line: `{ ms, events, clients }` (events per client).
  *
  * A client reads its response off the socket itself (status line, headers, chunked body) rather than
@@ -15,15 +16,17 @@
 import { request } from "node:http"
 import { connect as netConnect } from "node:net"
 
-const [url, token, sessionId, clientsArg] = process.argv.slice(2) as [string, string, string, string]
+const [url, token, sessionId, clientsArg, stalledArg] = process.argv.slice(2) as [string, string, string, string, string | undefined]
 const clients = Number(clientsArg)
+/** Row 27: how many of the clients stall — stop reading once connected, until the others have read the turn. */
+const stalled = Number(stalledArg ?? 0)
 const headers = { authorization: `Bearer ${token}` }
 
 interface Client {
   readonly done: Promise<number>
 }
 
-const connect = (onConnected: () => void): Client => {
+const connect = (onConnected: () => void, stall = false): Client => {
   let resolveDone!: (events: number) => void
   let rejectDone!: (error: Error) => void
   const done = new Promise<number>((resolve, reject) => {
@@ -48,6 +51,8 @@ const connect = (onConnected: () => void): Client => {
     if (text.charCodeAt(start) === 58) { // ":" a comment
       if (!connected) {
         connected = true
+        // A stalled client reads nothing more (the server's writes back up) until `main` destroys it.
+        if (stall) socket.pause()
         onConnected()
       }
       return true
@@ -149,19 +154,21 @@ const main = async () => {
   let connected = 0
   let allConnected!: () => void
   const ready = new Promise<void>((resolve) => (allConnected = resolve))
-  const all = Array.from({ length: clients }, () =>
+  const all = Array.from({ length: clients }, (_, i) =>
     connect(() => {
       if (++connected === clients) allConnected()
-    }))
+    }, i < stalled))
+  const reading = all.slice(stalled)
   await ready
   process.stdout.write("ready\n")
   await new Promise<void>((resolve) => process.stdin.once("data", () => resolve()))
   const start = performance.now()
   await post(`/sessions/${sessionId}/turns`, { message: "go" })
-  const counts = await Promise.all(all.map((c) => c.done))
+  const counts = await Promise.all(reading.map((c) => c.done))
   const ms = performance.now() - start
   if (new Set(counts).size !== 1) throw new Error(`clients read different counts: ${[...new Set(counts)].join(", ")}`)
-  process.stdout.write(`${JSON.stringify({ ms, events: counts[0], clients })}\n`)
+  // `clients`: those that read the turn (the stalled ones are left to the process's exit).
+  process.stdout.write(`${JSON.stringify({ ms, events: counts[0], clients: reading.length })}\n`)
 }
 
 main().then(() => process.exit(0), (error) => {

@@ -87,7 +87,9 @@ export const run = async (): Promise<Array<Row>> => {
     grew[mode].push(r.maxRss - r.rssStart)
     return r.maxRss
   }
-  // Hydration appends a turn to the log: replay first in each round so both read the same log size (one short turn apart).
+  // Hydration appends a turn to the log, so the log each reads grows by one short turn per hydration:
+  // `interleave` rotates which of the two goes first each round (it does not keep replay first), so
+  // both read logs one or two short turns apart — a few hundred bytes of 100 MB.
   const [replayed, hydrated] = await interleave(config.hydrateReps, [peak("replay"), peak("hydrate")], { warmups: 0 })
   rows.push(ratioRow(5, `hydrating a ${config.hydrateMb} MB session (runTurn in a fresh engine) vs replaying it, peak RSS`, ratios(hydrated!, replayed!), {
     text: "≤ 1.2×",

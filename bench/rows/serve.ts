@@ -6,6 +6,14 @@
  * - 15: one N-delta turn watched by 100 clients vs by 1: time until every client has read
  *   `turn.completed` (goal ≤ 3×); the server's CPU per event per client and peak RSS in the detail.
  * - 16: the server's peak RSS (VmHWM) with 100 clients vs 1 (goal ≤ 2×).
+ * - 26: the same on a paced turn (the scripted model's `delay`, 1 ms before each delta: one delta per
+ *   chunk, the engine committing about one delta at a time, as a real vendor's stream makes it; each
+ *   extra client then costs the server per event what rows 15's batches amortise), fewer deltas
+ *   (each turn lasts about deltas × 1 ms): 100 clients vs 1, goal ≤ 3×.
+ * - 27: a slow client: the paced turn watched by 100 clients of which one stops reading once
+ *   connected, vs 100 that all read: the 99 readers' delivery time (goal ≤ 1.2×, unaffected) and the
+ *   server's peak RSS (detail). The stalled client's backlog is one 2,000-delta turn (a few hundred
+ *   KB), so RSS staying bounded is only weakly tested.
  * - 17, 18: `/healthz` latency (max over the run; p50/p99 in the detail) while 50 and 500 watchers
  *   connect and then follow a 2,000-delta turn, probed one request after another on fresh
  *   connections from a small process of its own (`bench/health-probe.mjs`; goal < 50 ms).
@@ -16,7 +24,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
 import { join } from "node:path"
-import { config } from "../config.js"
+import { config, only } from "../config.js"
 import { scratch } from "../engine.js"
 import { format, median, quantile, ratioRow, type Row } from "../measure.js"
 import { ensureBuilt } from "./cli.js"
@@ -38,12 +46,12 @@ interface Server {
   readonly stop: () => Promise<void>
 }
 
-/** `serve` on a free port, answering one turn with `deltas` deltas. */
-const startServer = (deltas: number): Promise<Server> =>
+/** `serve` on a free port, answering one turn with `deltas` deltas (`delay` before each: one delta per chunk, paced). */
+const startServer = (deltas: number, delay?: string): Promise<Server> =>
   new Promise((resolve, reject) => {
     const dir = scratch("serve")
     const script = join(dir, "script.json")
-    writeFileSync(script, JSON.stringify({ responses: [{ chunks: Array.from({ length: deltas }, (_, i) => `d${i} `) }] }))
+    writeFileSync(script, JSON.stringify({ responses: [{ chunks: Array.from({ length: deltas }, (_, i) => `d${i} `), ...(delay === undefined ? {} : { delay }) }] }))
     const child: ChildProcess = spawn(process.execPath, [bin, "serve", "--port", "0", "--script", script, "--data-dir", join(dir, "data"), "--no-instructions"], {
       cwd: dir,
       env,
@@ -148,15 +156,15 @@ interface Run {
   readonly health: ReadonlyArray<number>
 }
 
-/** One repetition: a fresh server, `clients` watchers, one turn of `deltas` deltas. */
-const fanOut = async (deltas: number, clients: number, probe: boolean): Promise<Run> => {
-  const server = await startServer(deltas)
+/** One repetition: a fresh server, `clients` watchers (`stalled` of them stop reading), one turn of `deltas` deltas, paced by `delay`. */
+const fanOut = async (deltas: number, clients: number, probe: boolean, delay?: string, stalled = 0): Promise<Run> => {
+  const server = await startServer(deltas, delay)
   try {
     const session = await call("POST", `${server.url}/sessions`, {}) as { sessionId: string }
     // Probing from before the first watcher connects.
     const prober = probe ? probeHealth(server.url) : undefined
     if (prober !== undefined) await prober.started
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "bench", "serve-clients.ts"), server.url, token, session.sessionId, String(clients)], {
+    const child = spawn(process.execPath, ["--import", "tsx", join(root, "bench", "serve-clients.ts"), server.url, token, session.sessionId, String(clients), String(stalled)], {
       cwd: root,
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -194,6 +202,36 @@ const fanOut = async (deltas: number, clients: number, probe: boolean): Promise<
 const mbOf = (bytes: number) => format(bytes / 1048576, " MB")
 const range = (values: ReadonlyArray<number>, unit: string) => `${format(Math.min(...values), "")}–${format(Math.max(...values), unit)}`
 
+/** Rows 26–27: the paced turn, 1 vs 100 clients, and 100 with one stalled. */
+const pacedRows = async (describe: (name: string, runs: ReadonlyArray<Run>) => string): Promise<Array<Row>> => {
+  const deltas = config.servePacedDeltas
+  const many = config.serveClients
+  const delay = `${config.vendorPaceMs} millis`
+  const one: Array<Run> = []
+  const hundred: Array<Run> = []
+  const stalled: Array<Run> = []
+  for (let rep = 0; rep < config.serveReps; rep++) {
+    // Rotate which goes first.
+    const order = [
+      async () => one.push(await fanOut(deltas, 1, false, delay)),
+      async () => hundred.push(await fanOut(deltas, many, false, delay)),
+      async () => stalled.push(await fanOut(deltas, many, false, delay, 1))
+    ]
+    for (let k = 0; k < order.length; k++) await order[(k + rep) % order.length]!()
+  }
+  const events = one[0]!.events
+  return [
+    ratioRow(26, `\`serve\`: one ${deltas.toLocaleString("en-US")}-delta turn (${events.toLocaleString("en-US")} events) paced ${config.vendorPaceMs} ms a delta (one per chunk) delivered to ${many} SSE clients vs 1, time until all have read it`, hundred.map((r, i) => r.ms / one[i]!.ms), {
+      text: "≤ 3×",
+      met: (m) => m <= 3
+    }, `${describe("1 client", one)}; ${describe(`${many} clients`, hundred)}`),
+    ratioRow(27, `\`serve\`: the same paced turn, ${many} clients of which 1 stops reading vs ${many} all reading, time until the ${many - 1} readers have read it`, stalled.map((r, i) => r.ms / hundred[i]!.ms), {
+      text: "≤ 1.2× (unaffected)",
+      met: (m) => m <= 1.2
+    }, `${describe(`${many - 1} readers + 1 stalled`, stalled)}; ${describe(`${many} readers`, hundred)}; peak RSS stalled/all-reading ${format(median(stalled.map((r, i) => r.peakRss / hundred[i]!.peakRss)), "×")} (µs/event/client counts the readers)`)
+  ]
+}
+
 export const run = async (): Promise<Array<Row>> => {
   if (process.env["BENCH_SERVE_BIN"] === undefined) ensureBuilt()
   const deltas = config.serveDeltas
@@ -202,7 +240,9 @@ export const run = async (): Promise<Array<Row>> => {
   await fanOut(Math.min(deltas, 1000), 1, false)
   const one: Array<Run> = []
   const hundred: Array<Run> = []
-  for (let rep = 0; rep < config.serveReps; rep++) {
+  const rows: Array<Row> = []
+  const flood = only === undefined || [15, 16, 17, 18].some((r) => only!.has(r))
+  for (let rep = 0; rep < (flood ? config.serveReps : 0); rep++) {
     // Alternate which goes first.
     if (rep % 2 === 0) {
       one.push(await fanOut(deltas, 1, false))
@@ -215,8 +255,8 @@ export const run = async (): Promise<Array<Row>> => {
   const perEvent = (r: Run) => (r.cpuMs * 1000) / (r.events * r.clients)
   const describe = (name: string, runs: ReadonlyArray<Run>) =>
     `${name}: ${format(median(runs.map((r) => r.ms)), " ms")} (${range(runs.map((r) => r.ms), " ms")}), server CPU ${format(median(runs.map(perEvent)), " µs")}/event/client (${range(runs.map(perEvent), " µs")}), peak RSS ${mbOf(median(runs.map((r) => r.peakRss)))} (${mbOf(Math.min(...runs.map((r) => r.peakRss)))}–${mbOf(Math.max(...runs.map((r) => r.peakRss)))})`
-  const events = one[0]!.events
-  const rows: Array<Row> = [
+  const events = one[0]?.events ?? 0
+  if (flood) rows.push(
     ratioRow(15, `\`serve\`: one ${deltas.toLocaleString("en-US")}-delta turn (${events.toLocaleString("en-US")} events) delivered to ${many} SSE clients vs 1, time until all have read it`, hundred.map((r, i) => r.ms / one[i]!.ms), {
       text: "≤ 3×",
       met: (m) => m <= 3
@@ -225,8 +265,9 @@ export const run = async (): Promise<Array<Row>> => {
       text: "≤ 2×",
       met: (m) => m <= 2
     }, `1 client ${mbOf(median(one.map((r) => r.peakRss)))}, ${many} clients ${mbOf(median(hundred.map((r) => r.peakRss)))}`)
-  ]
-  for (const [id, watchers] of [[17, config.healthWatchers], [18, config.healthWatchersMany]] as const) {
+  )
+  if (only === undefined || only.has(26) || only.has(27)) rows.push(...await pacedRows(describe))
+  for (const [id, watchers] of flood ? [[17, config.healthWatchers], [18, config.healthWatchersMany]] as const : []) {
     const runs: Array<Run> = []
     for (let rep = 0; rep < config.serveReps; rep++) runs.push(await fanOut(config.healthDeltas, watchers, true))
     const all = runs.flatMap((r) => r.health)

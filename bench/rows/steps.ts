@@ -34,6 +34,12 @@ import { count, scratch, touchPi } from "../engine.js"
 import { format, interleave, median, type Row, ratioRow, ratios } from "../measure.js"
 import { readFileScript, scriptedModel, scriptedStreamFn } from "../piScripted.js"
 
+/** Drops the warm-up runs' entries from a side array a contender pushes to: keeps its last `reps`. */
+export const measuredOnly = (xs: Array<number>, reps: number): Array<number> => {
+  xs.splice(0, Math.max(0, xs.length - reps))
+  return xs
+}
+
 /** A workspace with the file both sides read. */
 const workspace = () => {
   const cwd = join(scratch("steps"), "work")
@@ -183,6 +189,13 @@ export const run = async (): Promise<Array<Row>> => {
     () => child("concurrent", sessions, deltas).then((r) => { oursRss.push(r.maxRss); return r.ms }),
     () => child("pi-concurrent", sessions, deltas).then((r) => { piRss.push(r.maxRss); return r.ms })
   ])
+  // `interleave` runs each contender once as a warm-up before its samples: the side arrays the
+  // contenders push to hold that run first; only the last `reps` are samples.
+  measuredOnly(oursCpu, config.toolStepReps)
+  measuredOnly(piCpu, config.toolStepReps)
+  measuredOnly(fauxCpu, config.toolStepReps)
+  measuredOnly(oursRss, config.concurrentReps)
+  measuredOnly(piRss, config.concurrentReps)
   const mb = (xs: ReadonlyArray<number>) => format(median(xs) / 1048576, " MB")
   return [
     ratioRow(19, `a turn of ${steps} sequential read_file steps (a real 4 KB file), time per step: effect-agent vs pi-agent-core 0.73.1`, ratios(ours!, pi!), {
