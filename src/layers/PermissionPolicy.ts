@@ -587,6 +587,7 @@ const shadowReasons: Readonly<Record<ShadowKind, string>> = {
   library: "be loaded in place of the system's shared libraries (LD_LIBRARY_PATH, GCONV_PATH)",
   pythonLib: "be a Python's own standard library or start-up code (PYTHONHOME, PYTHONUSERBASE, a HOME's .local user site)",
   processor: "be annotation processors javac runs (its class path's META-INF/services)",
+  jvm: "be options Maven's launcher gives the JVM it starts, `mvn -v` too (a project's .mvn/jvm.config naming an agent, a class path, …)",
   unknown: "come from folders the check cannot read before the line runs"
 }
 

@@ -79,8 +79,8 @@ export type PathFence = (path: { readonly real: string; readonly relative: strin
 /** What makes a command line dangerous to run without a rule that allows it. */
 export type ShellHazard = "chaining" | "pipe" | "redirection" | "substitution" | "background" | "sudo" | "recursive_delete"
 
-/** What a repository's file a line would load stands in for: a Python's module, Perl's, a program, a shared library, a Python's own library or start-up code, javac's annotation processor; `unknown`: a folder not read. */
-export type ShadowKind = "python" | "perl" | "program" | "library" | "pythonLib" | "processor" | "unknown"
+/** What a repository's file a line would load stands in for: a Python's module, Perl's, a program, a shared library, a Python's own library or start-up code, javac's annotation processor, the options Maven's launcher gives its JVM; `unknown`: a folder not read. */
+export type ShadowKind = "python" | "perl" | "program" | "library" | "pythonLib" | "processor" | "jvm" | "unknown"
 
 /** A command a call would run. */
 export interface CommandAccess {

@@ -400,10 +400,69 @@ const envSyntax: Options.Syntax = {
   inOrder: true
 }
 
-/** The folder `cd dir`, `pushd dir` or a wrapper's `env -C dir`/`--chdir=dir` moves to, if the words name one. */
+/**
+ * sudo's options as its getopt reads them (sudo 1.9: `+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv`, long ones by any
+ * unambiguous prefix) and doas's (`+a:C:Lnsu:`): a cluster's letter that takes a value takes the rest or the next word
+ * (`sudo -Eu me`, `doas -nu me`). Round 30: a fixed list of single options read `sudo -Eu me PATH=bin git status` as
+ * ending at `me`, and the `PATH` was not read.
+ */
+const sudoSyntax: Options.Syntax = {
+  shortArg: "aCcDgpRrTtUu",
+  shortOptional: "h",
+  longArg: [
+    "--auth-type", "--close-from", "--login-class", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout",
+    "--other-user", "--user"
+  ],
+  longOptional: ["--preserve-env"],
+  longFlags: [
+    "--askpass", "--background", "--bell", "--edit", "--help", "--set-home", "--login", "--remove-timestamp", "--reset-timestamp", "--list",
+    "--no-update", "--non-interactive", "--preserve-groups", "--stdin", "--shell", "--version", "--validate"
+  ],
+  prefixes: true,
+  inOrder: true
+}
+const doasSyntax: Options.Syntax = { shortArg: "aCu", inOrder: true }
+/** util-linux 2.38's unshare and nsenter options (`unshare --help`), read by prefix, ending at the program. */
+const unshareSyntax: Options.Syntax = {
+  shortArg: "RwSGl",
+  shortOptional: "muinpUCT",
+  longArg: [
+    "--root", "--wd", "--setuid", "--setgid", "--monotonic", "--boottime", "--propagation", "--setgroups", "--map-user", "--map-group", "--map-users",
+    "--map-groups", "--load-interp"
+  ],
+  longOptional: ["--mount", "--uts", "--ipc", "--net", "--pid", "--user", "--cgroup", "--time", "--kill-child", "--mount-proc"],
+  longFlags: ["--fork", "--map-root-user", "--map-current-user", "--map-auto", "--keep-caps", "--help", "--version"],
+  prefixes: true,
+  inOrder: true
+}
+const nsenterSyntax: Options.Syntax = {
+  shortArg: "tSGW",
+  shortOptional: "muinpCUTrw",
+  longArg: ["--target", "--setuid", "--setgid", "--wdns"],
+  longOptional: ["--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time", "--root", "--wd"],
+  longFlags: ["--all", "--preserve-credentials", "--no-fork", "--follow-context", "--env", "--user-parent", "--help", "--version"],
+  prefixes: true,
+  inOrder: true
+}
+/**
+ * Wrappers that start their program in another folder, and the options naming it: `sudo -D dir` (`--chdir`), `unshare -w
+ * dir` (`--wd`), `nsenter -w dir` (`--wd`, `-W`/`--wdns`). Round 30: `unshare -w sub git status` ran sub's repository's
+ * `core.fsmonitor` under an exact rule, its git read from cwd.
+ */
+const startsElsewhere: Record<string, { readonly syntax: Options.Syntax; readonly options: ReadonlyArray<string> }> = {
+  sudo: { syntax: sudoSyntax, options: ["D", "--chdir"] },
+  unshare: { syntax: unshareSyntax, options: ["w", "--wd"] },
+  nsenter: { syntax: nsenterSyntax, options: ["w", "--wd", "W", "--wdns"] }
+}
+
+/** The folder `cd dir`, `pushd dir` or a wrapper's `env -C dir`/`--chdir=dir` (`sudo -D dir`, …) moves to, if the words name one. */
 const movesTo = (words: ReadonlyArray<string>): string | undefined => {
   const program = NodePath.basename(words[0] ?? "")
   if (program === "cd" || program === "pushd") return words.slice(1).find((w) => !w.startsWith("-") || w === "-")?.replace(/^-$/, "") || undefined
+  const elsewhere = Object.hasOwn(startsElsewhere, program) ? startsElsewhere[program] : undefined
+  if (elsewhere !== undefined) {
+    return Options.parse(elsewhere.syntax, words.slice(1)).given.filter(([option]) => elsewhere.options.includes(option)).at(-1)?.[1]
+  }
   if (program !== "env") return undefined
   // env's options end at its program (`env pip3 -C x` does not move) or `--`; its assignments and a lone `-` (getopt
   // stops there) are read past, as before, so an option after them still counts (errs towards moving, which asks).
@@ -518,7 +577,7 @@ const perlOptFolders = (value: string): ReadonlyArray<string> => {
   return folders
 }
 /** What a folder a search variable puts first is checked for (see `PythonShadows.PythonAt.language`). */
-type SearchLanguage = "program" | "library" | "perl" | "pythonLib" | "python" | "processor"
+type SearchLanguage = "program" | "library" | "perl" | "pythonLib" | "python" | "processor" | "jvm"
 /**
  * Search paths whose relative or empty entries put a folder of the repository before the system's (round 27): `PATH`
  * (the shell's programs, and those a command starts: git's `ssh`, a pager, make's compiler), `GIT_EXEC_PATH` (git puts
@@ -548,8 +607,8 @@ const searchVariables: ReadonlyArray<{
   { variable: "PYTHONUSERBASE", language: "pythonLib", folders: (entry) => [NodePath.join(entry, "lib")] },
   { variable: "HOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, ".local", "lib")] }
 ]
-/** The variables a line's earlier commands set for later ones that the check reads: the search paths, and javac's `CLASSPATH`. */
-const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH", "JDK_JAVAC_OPTIONS"]
+/** The variables a line's earlier commands set for later ones that the check reads: the search paths, javac's `CLASSPATH`, Maven's `MAVEN_BASEDIR`. */
+const lineVariables = [...searchVariables.map(({ variable }) => variable), "CLASSPATH", "JDK_JAVAC_OPTIONS", "MAVEN_BASEDIR"]
 /**
  * The class path whose `META-INF/services/javax.annotation.processing.Processor` files name the annotation processors a
  * javac loads and runs (round 29: `javac X.java` ran a repository's `P.class`, javac 17): its `-cp`/`-classpath`/
@@ -644,13 +703,55 @@ interface Searched {
   readonly language: SearchLanguage
   readonly alongside?: ReadonlyArray<string>
 }
+/** Variables whose values the check reads from the line: git's, the search paths, javac's and Maven's, `CDPATH`. */
+const checkedVariable = (name: string): boolean =>
+  lineVariables.includes(name) || /^(?:GIT_[A-Za-z0-9_]*|XDG_CONFIG_HOME|PYTHONPATH|PYTHONSAFEPATH|CDPATH)$/.test(name)
+/**
+ * The variable (or a name reference) that a builtin sets to a value read or computed when it runs, if the check reads it:
+ * `printf -v HOME .`, `read PATH <<< …`, `getopts`, `for`/`select`'s variable, and `declare -n R=HOME` (then `R=.` sets
+ * HOME). (`mapfile HOME` makes it an array, which bash does not export: checked, git kept the real home.)
+ * Round 30: `printf -v HOME . && git status` ran ./.gitconfig's `core.fsmonitor`, read as a printf.
+ */
+const builtinSets = (program: string, args: ReadonlyArray<string>): string | undefined => {
+  switch (program) {
+    case "printf": {
+      const name = Options.parse({ shortArg: "v" }, args).values.get("v")
+      return name !== undefined && checkedVariable(name) ? `printf -v ${name}` : undefined
+    }
+    case "read":
+      return Options.parse({ shortArg: "adinNptu" }, args).operands.find(checkedVariable)
+    case "getopts":
+      return args.slice(1).find(checkedVariable)
+    case "declare":
+    case "typeset":
+    case "local":
+      return args.some((a) => /^-[A-Za-z]*n/.test(a)) ? `${program} -n` : undefined
+    // A loop's variable (`for PATH in bin:/usr/bin; do git status; done`).
+    case "for":
+    case "select":
+      return args[0] !== undefined && checkedVariable(args[0]) ? `${program} ${args[0]}` : undefined
+  }
+  return undefined
+}
+
+
 /**
  * Programs whose `NAME=value` arguments set variables for the program they run (`env PATH=bin git`, `sudo PATH=bin git`,
  * `cross-env PATH=bin git`, after `npx` too: the scan finds the first setter among the command's words).
  */
 const setsForProgram = /^(?:env|sudo|doas|cross-env|cross-env-shell)$/
-/** Their options that take the next word (`env -u NAME`, `-C dir`, `sudo -u user`, …); env's `-S` is read apart. */
-const setterOptionValue = /^(?:-[uCagphrtDRT]|--(?:unset|chdir|argv0|user|group|host|prompt|role|type|chroot|close-from))$/
+/** How many words (1, or 2 with its value the next word) the option `value` takes as `syntax` reads it. */
+const optionWords = (syntax: Options.Syntax, value: string): number => (Options.parse(syntax, [value, "x"]).operandsAt.includes(1) ? 1 : 2)
+/**
+ * What cross-env reads as a setting: any word its (unanchored) pattern finds `NAME=` in, `'…'` or `"…"` after it cut
+ * (`cross-env 'x PATH=bin' git` sets `PATH` to `bin`), as the word it stands for.
+ */
+const crossEnvSetting = /(\w+)=('(.*)'|"(.*)"|(.*))/s
+const crossEnvWord = (w: CommandLine.Word): CommandLine.Word | undefined => {
+  const found = crossEnvSetting.exec(w.value)
+  if (found === null) return undefined
+  return w.expands ? w : plainWord(`${found[1]}=${found[3] ?? found[4] ?? found[5] ?? ""}`)
+}
 /** env's long options that take a value, by any prefix that names only them (GNU's getopt: `--split`, `--un`). */
 const envLongValues = [["--unset", 3], ["--chdir", 3], ["--argv0", 3], ["--split-string", 3]] as const
 /**
@@ -687,9 +788,12 @@ const setterWords = (words: ReadonlyArray<CommandLine.Word>, at: number): { read
   if (setter < 0) return { set: [] }
   const set: Array<CommandLine.Word> = []
   const rest = [...words.slice(setter)]
-  for (let k = 1, env = NodePath.basename(rest[0]!.value) === "env"; k < rest.length; k++) {
+  for (let k = 1, kind = NodePath.basename(rest[0]!.value); k < rest.length; k++) {
     const value = rest[k]!.value
-    if (assignment.test(value)) set.push(rest[k]!)
+    const env = kind === "env"
+    const crossed = kind.startsWith("cross-env") ? crossEnvWord(rest[k]!) : undefined
+    if (crossed !== undefined) set.push(crossed)
+    else if (assignment.test(value)) set.push(rest[k]!)
     else if (env && value.startsWith("-") && value !== "-") {
       const { taken, split } = envOption(rest, k)
       k += taken - 1
@@ -697,8 +801,8 @@ const setterWords = (words: ReadonlyArray<CommandLine.Word>, at: number): { read
       if (/["'\\$`#]/.test(split)) return { set, unread: value }
       // The split words stand where the option was: env reads them as its own arguments.
       rest.splice(k + 1, 0, ...split.split(/[ \t\n\v\f\r]+/).filter((t) => t !== "").map(plainWord))
-    } else if (setterOptionValue.test(value)) k++
-    else if (setsForProgram.test(NodePath.basename(value))) env = NodePath.basename(value) === "env"
+    } else if ((kind === "sudo" || kind === "doas") && value.startsWith("-")) k += optionWords(kind === "sudo" ? sudoSyntax : doasSyntax, value) - 1
+    else if (setsForProgram.test(NodePath.basename(value))) kind = NodePath.basename(value)
     else if (!value.startsWith("-")) break
   }
   return { set }
@@ -1135,7 +1239,15 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const pathAt = (k: number) => innerPath(searchWords("PATH", words.slice(0, k)).at(-1), linePath, options.path)
     const gitsBefore = gits.length
     let at = 0
-    while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
+    // bash's `time` keyword (its `-p`, `--`) times the command after it, whose prefix sets its variables (`time PATH=bin git
+    // status` ran bin/git: round 30); only first, before any assignment (`X=1 time …` runs the program `time`).
+    const keyword = (w: CommandLine.Word) => !w.expands && !w.quoted.some(Boolean)
+    for (let timed = false; at < words.length && keyword(words[at]!);) {
+      const value = words[at]!.value
+      if (reservedWords.has(value) || value === "time") timed = value === "time"
+      else if (!(timed && (value === "-p" || value === "--"))) break
+      at++
+    }
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
     // A `PATH` is a list of folders to search, not a file: its relative entries are read below (`searchVariables`), and
     // an absolute one (`PATH=/opt/x:$PATH`) is no path the command writes or reads (round 28: it asked as outside cwd).
@@ -1153,6 +1265,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
       searchSet(words)
+      // A bare assignment changes an exported variable's value for the commands after it (`HOME=.; git status` ran
+      // ./.gitconfig's core.fsmonitor: round 30), as `set -a` exports any: read as git's variables too.
+      const bare = words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value)
+      assigned.push(...bare)
+      gitTemplated ||= bare.some((v) => gitTemplateVariables.test(v))
       continue
     }
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
@@ -1167,6 +1284,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       const where = move === "stack" ? "home, the previous folder, the folder stack" : "looked for in CDPATH, or a variable's value"
       unknown.push({ word: argv.join(" "), why: `it moves to a folder known only when the command runs (${where})` })
     }
+    // A builtin that sets a variable the check reads to a value known only when it runs (`printf -v HOME .`, `for PATH in …`).
+    const setUnread = builtinSets(NodePath.basename(own[0] ?? ""), own.slice(1))
+    if (setUnread !== undefined) unknown.push({ word: setUnread, why: "it sets a variable git, a Python or the shell reads to a value known only when it runs" })
     const bases: Array<string> = []
     if (changesDirectory.has(program)) {
       args.forEach((w, i) => {
@@ -1192,9 +1312,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const read = gitWord < 0 ? undefined : gitAt(NodePath.basename(words[gitWord]!.value), words.slice(gitWord + 1))
     // `GIT_DIR=gd` after `env` or `export` names git's folder too.
     const argsFrom = files.length
-    const setsVariables = /^(?:env|export|declare|typeset|local|readonly)$/.test(program)
+    const setsVariables = /^(?:env|export|declare|typeset|local|readonly|let)$/.test(program)
+    // A setter's `PATH=` (`env PATH=…`, `sudo PATH=/usr/bin …`) is a search path, read below, not a file.
+    const setWords = new Set(setForProgram(words, at))
     args.forEach((w, i) => {
-      if (setsVariables && !w.expands && w.value.startsWith("PATH=")) return
+      if ((setsVariables || setWords.has(w)) && !w.expands && w.value.startsWith("PATH=")) return
       word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value))
     })
     // After a wrapper too (`nice mv …`, `xargs rm -rf`).
@@ -1207,7 +1329,12 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     filled.push(...fills.filled.map((folder) => (linkable.some((placed) => Paths.isInside(NodePath, placed, folder)) ? "." : folder)))
     swapped.push(...fills.landed)
     if (swaps.has(program) && !/^(?:rm|rmdir|unlink)$/.test(program)) linkable.push(...files.slice(argsFrom), ...fills.landed)
-    const assignments = words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value)
+    // What sets a variable: the command's prefix, a setter's words (`env`, `sudo`, `cross-env`), `export`'s or `declare`'s, and
+    // any of a wrapper's, which may hand them to a shell (`watch 'GIT_DIR=x git status'`, `parallel GIT_DIR=x git …`); another
+    // program's argument that looks like one (`git status -- "HOME=."`, `echo HOME=.`) sets nothing (round 30: it was read as
+    // git's home, an over-ask).
+    const assignments = (setsVariables || CommandRisk.runsOtherPrograms(program) ? words : [...words.slice(0, at), ...setForProgram(words, at)])
+      .filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value)
     assigned.push(...assignments)
     gitTemplated ||= assignments.some((v) => gitTemplateVariables.test(v))
     const exported = exportedBy(program, args)
@@ -1289,6 +1416,20 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         for (const entry of javacClassPath(given, classPath?.value.slice("CLASSPATH=".length))) searched.push({ base: from(start, entry), language: "processor" })
       }
     }
+    // A Maven as the program or after a wrapper: its launcher (`mvn`, `mvnDebug`) gives the JVM it starts the options of the
+    // project's `.mvn/jvm.config` — `mvn -v` too — from the first folder holding a `.mvn/` at or above where it starts, or
+    // its `-f` file's folder, or `MAVEN_BASEDIR` (round 30: `-javaagent:a.jar` there ran the repository's jar).
+    const mavenWord = words.findIndex((w, k) => k >= at && /^(?:mvn|mvnDebug)$/.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program)))
+    if (mavenWord >= 0) {
+      const start = movesTo(words.slice(at, mavenWord).map((w) => w.value)) ?? ""
+      const given = words.slice(mavenWord + 1).map((w) => w.value)
+      const file = given.findIndex((v) => v === "-f" || v === "--file")
+      const pom = file >= 0 ? given[file + 1] : undefined
+      const baseDir = searchWords("MAVEN_BASEDIR", [...words.slice(0, mavenWord), ...setForProgram(words, at)]).at(-1) ?? searchPaths.get("MAVEN_BASEDIR")
+      if (baseDir?.expands === true) pythonsUnknown.push(`${baseDir.raw}: the shell expands it when the command runs`)
+      const bases = baseDir !== undefined ? [baseDir.value.slice("MAVEN_BASEDIR=".length)] : pom === undefined ? [""] : [pom, NodePath.dirname(pom)]
+      for (const base of bases) searched.push({ base: from(start, base), language: "jvm" })
+    }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
       const wrapper = gitWord > at ? movesTo(words.slice(at, gitWord).map((w) => w.value)) : undefined
@@ -1359,11 +1500,19 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (own[0] === "eval" && own.length > 1 && depth < 4 && !words.slice(at).some((w) => w.expands)) lineIn(own.slice(1).join(" "), false, pathAt(at + 1))
     // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
     if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value, false, pathAt(words.length))
+    // cross-env-shell joins the words after its settings and runs them through a shell (`cross-env-shell 'cd x && git
+    // status'`, `cross-env-shell git status`): one line, read as a shell's `-c` script is (round 30).
+    const crossShell = words.findIndex((w, k) => k >= at && !w.expands && NodePath.basename(w.value) === "cross-env-shell")
+    const crossAfter = crossShell < 0 ? [] : words.slice(crossShell + 1)
+    const crossFirst = crossAfter.findIndex((w) => crossEnvWord(w) === undefined)
+    const crossLine = crossFirst < 0 ? [] : crossAfter.slice(crossFirst)
+    const readAsLine = new Set(crossLine)
+    if (crossLine.length > 0 && depth < 4 && !crossLine.some((w) => w.expands)) lineIn(crossLine.map((w) => w.value).join(" "), false, pathAt(words.length - crossLine.length))
     if (runsAnother) {
       // The last `PATH=` word so far, kept as the words go (a command may hold 20,000 of them).
       let pathBefore: CommandLine.Word | undefined
       for (const w of words) {
-        const text = w === script ? undefined : CommandLine.lineInWord(w)
+        const text = w === script || readAsLine.has(w) ? undefined : CommandLine.lineInWord(w)
         if (text !== undefined) lineIn(text, true, innerPath(pathBefore, linePath, options.path))
         if (searchWords("PATH", [w]).length > 0) pathBefore = w
       }

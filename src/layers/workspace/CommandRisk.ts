@@ -114,6 +114,8 @@ const runsCommandsToo = new Set([
   // systemd's sudo, parallel runners (`xe`, `rush`), compiler launchers, a folder's programs, a package manager's launcher,
   // nix-shell (`--run`/`--command`, and a shell.nix's hook whatever its arguments) and pkgx (`pkgx node …`).
   "run0", "xe", "rush", "ccache", "sccache", "distcc", "icecc", "run-parts", "corepack", "nix-shell", "pkgx",
+  // cross-env runs the command after its settings, cross-env-shell the words after them as a shell line (round 30).
+  "cross-env", "cross-env-shell",
   "ash", "yash", "posh", "oksh", "loksh", "rbash", "pwsh", "powershell", "nu", "xonsh", "elvish", "rc", "es",
   "irb", "erb", "ipython", "luajit", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ghci", "runghc", "runhaskell", "jshell",
   "groovy", "scala", "kotlin", "elixir", "iex", "erl", "escript", "tsx", "ts-node", "vite-node", "wish",

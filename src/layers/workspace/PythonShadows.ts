@@ -72,9 +72,10 @@ export interface PythonAt {
    * in for Perl's own (see `perlShadowable`); a `PATH` folder (`program`), a library one (`library`); a Python's own `lib`
    * folder (`pythonLib`: `PYTHONHOME`'s, the user site's), whose `python3.11/` is its standard library or its start-up code;
    * a `PYTHONPATH` folder (`python`), checked as a start folder is, whose absolute form counts inside cwd only (round 29);
-   * a javac class path entry (`processor`: a folder, a jar, or `dir/*`'s jars), whose processors javac runs (`processors`).
+   * a javac class path entry (`processor`: a folder, a jar, or `dir/*`'s jars), whose processors javac runs (`processors`);
+   * the folder a Maven starts from (`jvm`), whose project's `.mvn/jvm.config` its launcher gives the JVM (`mavenJvmOptions`).
    */
-  readonly language?: "perl" | "program" | "library" | "pythonLib" | "python" | "processor" | undefined
+  readonly language?: "perl" | "program" | "library" | "pythonLib" | "python" | "processor" | "jvm" | undefined
   /** The absolute folders beside a `program` folder in its `PATH`: their programs' names are looked for too. */
   readonly alongside?: ReadonlyArray<string> | undefined
 }
@@ -150,6 +151,54 @@ const processors = async (path: string, base: string): Promise<ReadonlyArray<str
   const bytes = await NodeFs.readFile(path).catch(() => undefined)
   return bytes !== undefined && bytes.includes(processorServices) ? [`${base} (${processorServices})`] : []
 }
+/**
+ * The JVM options of a `.mvn/jvm.config` that load no code: heap and stack sizes, `-XX` flags and numeric or named
+ * settings (not `-XX:OnError=…`, `-XX:Flags=…`, a CDS archive, …), system properties outside the JVM's own (`java.*`,
+ * `jdk.*`, …: `java.system.class.loader` loads a class) and Maven's loading ones, a few common JVM ones, module
+ * openings, assertions. Anything else — `-javaagent:`, `-agentpath:`, `-Xbootclasspath`, `-cp`, an `@argfile`, a glob
+ * (the launcher expands the file's words unquoted), a value with a `/` — makes the line ask.
+ */
+const jvmOptionsSafe = [
+  /^-X(?:ms|mx|mn|ss)[0-9]+[kKmMgGtT]?$/,
+  /^-XX:[+-][A-Za-z0-9]+$/,
+  /^-XX:(?!On|Flags|VMOptionsFile|SharedArchiveFile|ArchiveClassesAtExit|CompileCommandFile|AOT|CRaC|JVMCI)[A-Za-z0-9]+=[A-Za-z0-9.,:+-]*$/,
+  /^-D(?!(?:java|javax|jdk|sun|maven\.ext|classworlds|library\.jansi)\.)[A-Za-z0-9_.-]+(?:=[A-Za-z0-9_.,:@+-]*)?$/,
+  /^-D(?:file\.encoding|sun\.jnu\.encoding|java\.awt\.headless|java\.net\.prefer(?:IPv4Stack|IPv6Addresses)|jdk\.tls\.client\.protocols)=[A-Za-z0-9_.,:+-]*$/,
+  /^--(?:add-opens|add-exports|add-reads|add-modules|enable-native-access)=[A-Za-z0-9_.,/=-]+$/,
+  /^-(?:ea|da|esa|dsa|server|client|Xshare:(?:auto|off|on)|Xrs|Xint|Xmixed|Xbatch|Xnoclassgc|showversion|-enable-preview)$/
+]
+/** The options above whose value is the next word (`--add-opens java.base/java.lang=ALL-UNNAMED`). */
+const jvmOptionsValued = /^--(?:add-opens|add-exports|add-reads|add-modules|enable-native-access)$/
+const jvmOptionValue = /^[A-Za-z0-9_.,/=-]+$/
+/** Most bytes of a `.mvn/jvm.config` read; a larger one asks. */
+const jvmConfigLimit = 64 * 1024
+/**
+ * The project's `.mvn/jvm.config` a Maven started in `folder` (relative to cwd: `base`) runs with, when it names an option
+ * that may load code: the first folder at or above it holding a `.mvn/` folder is the project's, as Maven's launcher
+ * finds it (3.8's `find_maven_basedir`), and the file's words are options of the JVM it starts. Checked with Maven 3.8.7:
+ * a `-javaagent:a.jar` there ran the repository's agent on `mvn -v` (round 30).
+ */
+const mavenJvmOptions = async (folder: string, base: string): Promise<ReadonlyArray<string>> => {
+  let at = folder
+  for (;;) {
+    if ((await NodeFs.stat(NodePath.join(at, ".mvn")).catch(() => undefined))?.isDirectory() === true) break
+    const up = NodePath.dirname(at)
+    if (up === at) return []
+    at = up
+  }
+  const config = NodePath.join(at, ".mvn", "jvm.config")
+  const shown = NodePath.join(base, NodePath.relative(folder, config))
+  const stat = await NodeFs.stat(config).catch(() => undefined)
+  if (stat?.isFile() !== true) return []
+  if (stat.size > jvmConfigLimit) return [`(${shown}: over 64 KiB, not checked)`]
+  const words = (await NodeFs.readFile(config, "utf8").catch(() => "")).split(/[ \t\r\n]+/).filter((w) => w !== "")
+  for (let i = 0; i < words.length; i++) {
+    if (jvmOptionsValued.test(words[i]!) && jvmOptionValue.test(words[i + 1] ?? "")) i++
+    else if (!jvmOptionsSafe.some((safe) => safe.test(words[i]!))) return [shown]
+  }
+  return []
+}
+
 /** A variable that leaves the folder off Python's path (any non-empty value). */
 export const safePath = /^PYTHONSAFEPATH=./
 
@@ -254,6 +303,10 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, s
       at = { ...at, base: inside }
     }
     const folder = NodePath.resolve(cwd, at.base)
+    if (at.language === "jvm") {
+      for (const file of await mavenJvmOptions(folder, at.base)) found.add(file, file.startsWith("(") ? "unknown" : "jvm")
+      continue
+    }
     if (at.language === "processor") {
       for (const file of await processors(folder, at.base)) found.add(file, file.startsWith("(") ? "unknown" : "processor")
       continue
