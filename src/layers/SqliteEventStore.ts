@@ -332,6 +332,9 @@ const schemaLoaded: Effect.Effect<void, unknown, SqlClient.SqlClient> = Effect.f
     Effect.asVoid
   ))
 
+/** `SchemaVersion.refuseNewer`'s failure for a store opened read-only (the only `read` failure of its opening). */
+const isNewerRefusal = (error: unknown): error is EventStoreFailure => error instanceof EventStoreFailure && error.operation === "read"
+
 /** The client of a store that is only read (see `Options.readOnly`). */
 const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, EventStoreFailure> => {
   // Busy waits run on the scheduler here too (see `SqliteBusy`), from the first read on: with
@@ -343,9 +346,16 @@ const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, Even
   // It reads the schema, which must be the migrations' (perhaps behind): a view of a repository's
   // own in a table's place could make a listing endless. A database busy (a writer holding it
   // locked) is waited for, then refused — never read from a copy taken under the writer's lock.
+  // A newer release's migrations are refused by name first (see `SchemaVersion`): compared, its
+  // tables were taken for a repository's, and the user told to remove a good database.
   const probe = Layer.effectDiscard(Effect.zipRight(
     SqliteBusy.retried(schemaLoaded).pipe(Effect.mapError((error) => openFailure(filename, error))),
-    SqliteBusy.retried(verify(filename, false))
+    SqliteBusy.retried(
+      SchemaVersion.refuseNewer({ loader: migrations, table: "effect_agent_migrations", where: filename, reading: true }).pipe(
+        Effect.catchAll((error) => Effect.fail(error._tag === "EventStoreFailure" ? error : openFailure(filename, error))),
+        Effect.zipRight(verify(filename, false))
+      )
+    )
   ))
   const inPlace = probe.pipe(Layer.provideMerge(open(filename)))
   const copy = Layer.unwrapScoped(
@@ -361,9 +371,14 @@ const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, Even
     })
   )
   const empty = migrate.pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" })))
-  const inPlaceOrCopy = inPlace.pipe(Layer.catchAllCause((cause) => SqliteBusy.isBusy(Cause.squash(cause)) ? Layer.failCause(cause) : copy))
+  // A newer release's database (see `probe`) is refused as it is: a copy would be refused the same.
+  const kept = (error: unknown) => SqliteBusy.isBusy(error) || isNewerRefusal(error)
+  const inPlaceOrCopy = inPlace.pipe(Layer.catchAllCause((cause) => kept(Cause.squash(cause)) ? Layer.failCause(cause) : copy))
   return Layer.unwrapEffect(Effect.sync(() => existsSync(filename) ? inPlaceOrCopy : empty)).pipe(
-    Layer.catchAllCause((cause) => Layer.fail(openFailure(filename, Cause.squash(cause))))
+    Layer.catchAllCause((cause) => {
+      const error = Cause.squash(cause)
+      return Layer.fail(isNewerRefusal(error) ? error : openFailure(filename, error))
+    })
   )
 }
 

@@ -3,12 +3,13 @@
  * record it made, in a folder of this user's that no one else writes, on a local file system.
  */
 import { randomUUID } from "node:crypto"
-import { chmodSync, readdirSync, symlinkSync } from "node:fs"
+import { chmodSync, linkSync, mkdirSync, readdirSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Boots from "../../src/layers/writer/Boots.js"
+import * as Holder from "../../src/layers/writer/Holder.js"
 import { tempDir } from "../helpers.js"
 
 describe("this machine's records of its boots", () => {
@@ -49,5 +50,35 @@ describe("this machine's records of its boots", () => {
       expect(Boots.folder({ XDG_STATE_HOME: "/s" })).toBe("/s/effect-agent/boots")
       expect(Boots.folder({ XDG_STATE_HOME: "relative" })).toMatch(/\/\.local\/state\/effect-agent\/boots$/)
       expect(Boots.onLocalFileSystem(yield* tempDir)).toBe(true)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  // review59s: a container's boot id is its host's. A copy of a container's state folder that keeps
+  // its inodes (a ZFS/Btrfs snapshot clone, zfs send | recv, an LVM snapshot, cp -al, rsync
+  // --link-dest; a hard link stands in for them here), made even while the container is stopped,
+  // carries a record of its host's boot, which is not over: the original, restarted on that host,
+  // runs under it. The clone (same host name, another host, the data dir shared) judged the live
+  // original's lock dead. In a container the records count for nothing. Failed on main ("dead").
+  it.scoped("in a container, an inode-keeping clone's record of the original's host boot does not make the original's live lock dead", () =>
+    Effect.gen(function*() {
+      const node1Boot = randomUUID() // the host's boot: the original's, before and after the clone
+      const original = join(yield* tempDir, "c1", "boots")
+      Boots.recordIn(original, node1Boot, "app")
+      const clone = join(yield* tempDir, "c2", "boots")
+      mkdirSync(clone, { recursive: true, mode: 0o700 })
+      for (const name of readdirSync(original)) linkSync(join(original, name), join(clone, name))
+      expect(Boots.recordedIn(clone, node1Boot, "app")).toBe(true)
+      const liveC1: Holder.Holder = { pid: 4242, hostname: "app", bootId: node1Boot, pidNamespace: "pid:[4026532500]", startedAt: new Date().toISOString(), nonce: randomUUID() }
+      const c2: Holder.Own = {
+        hostname: "app",
+        bootId: randomUUID(),
+        pidNamespace: "pid:[4026532600]",
+        utsNamespace: "uts:[4026532601]",
+        recordedBoot: (boot, host) => Boots.recordedIn(clone, boot, host)
+      }
+      expect(Holder.sameMachine(c2, liveC1)).toBe("unknown")
+      // A container of the host's pid namespace but its own host name (UTS namespace): the same.
+      expect(Holder.sameMachine({ ...c2, pidNamespace: "pid:[4026531836]" }, liveC1)).toBe("unknown")
+      // On the machine itself (its initial pid and UTS namespaces) the record counts, as before.
+      expect(Holder.sameMachine({ ...c2, pidNamespace: "pid:[4026531836]", utsNamespace: "uts:[4026531838]" }, liveC1)).toBe("dead")
     }).pipe(Effect.provide(NodeContext.layer)))
 })

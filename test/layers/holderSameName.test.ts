@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Holder from "../../src/layers/writer/Holder.js"
 
 const holder = (fields: Partial<Holder.Holder>): Holder.Holder => ({ pid: 1, hostname: "h", startedAt: "2026-01-01T00:00:00.000Z", nonce: "n", ...fields })
-const me: Holder.Own = { hostname: "h", bootId: "boot-1", pidNamespace: "pid:[4026531836]" }
+const me: Holder.Own = { hostname: "h", bootId: "boot-1", pidNamespace: "pid:[4026531836]", utsNamespace: "uts:[4026531838]" }
 
 describe("what a holder's record tells", () => {
   it("this host name, another boot: unknown (another machine of this name, or this one before a reboot), never dead", () => {

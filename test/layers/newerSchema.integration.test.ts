@@ -40,6 +40,23 @@ describe("a database a newer release migrated", () => {
       expectNewer(yield* opening(layer))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  // review59s: read-only (`sessions`, `replay`, `watch` of an older release) it was refused as a
+  // repository's schema, "corrupt … remove it": the user told to delete a good database. Now it is
+  // refused as a newer release's, `unavailable`, naming the upgrade. Failed on main.
+  it.scoped("sqlite: opening it read-only fails typed, naming the newer release, never telling to remove it", () =>
+    Effect.gen(function*() {
+      const filename = join(yield* tempDir, "events.sqlite")
+      expect(Either.isRight(yield* opening(SqliteEventStore.layer({ filename }).pipe(Layer.provide(NodeContext.layer))))).toBe(true)
+      const db = new Database(filename)
+      db.exec("INSERT INTO effect_agent_migrations (migration_id, name) VALUES (99, 'future_side_table'); CREATE TABLE future_side_table (session_id TEXT)")
+      db.close()
+      const opened = yield* opening(SqliteEventStore.layer({ filename, readOnly: true }).pipe(Layer.provide(NodeContext.layer)))
+      expectNewer(opened)
+      expect(Either.isLeft(opened) && (opened.left as Error).message).not.toMatch(/remove it/)
+      expect(Either.isLeft(opened) && opened.left).toMatchObject({ operation: "read" })
+      expect(Either.isLeft(opened) && (opened.left as Error).message).toMatch(/upgrade effect-agent to read it/)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("postgres: opening it for writing fails typed, naming the newer release", () =>
     Effect.gen(function*() {
       const url = Redacted.make(yield* freshSchemaUrl("newer"))

@@ -332,8 +332,9 @@ export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acqui
     Effect.suspend((): Effect.Effect<Acquired, SessionBusy | EventStoreFailure> => {
       const me = Holder.current()
       // Before any record of this boot can outlive it: so that after a crash and a reboot this
-      // machine knows the boot as its own (once per process; best effort).
-      Boots.recordOwn(me.bootId, me.hostname)
+      // machine knows the boot as its own (once per process; best effort). Not in a container: its
+      // records would name its host's boots, and count for nothing there (see `Holder.trustsBootRecords`).
+      if (Holder.ownBootRecordsCount()) Boots.recordOwn(me.bootId, me.hostname)
       try {
         const refused = ownFolder(sessionId, dir)
         if (refused !== undefined) return Effect.fail(refused)

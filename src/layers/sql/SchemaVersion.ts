@@ -5,8 +5,10 @@
  * including ones this release does not know, a newer release's (a table its appends keep in step, a
  * column its readers expect). Writing to such a schema as this release knows it would leave that
  * table behind the events, or worse; so a store opened for writing reads the highest migration
- * applied and refuses, typed, one past the highest its migrations have. (A store opened read-only
- * is not checked: it writes nothing.)
+ * applied and refuses, typed, one past the highest its migrations have. A SQLite store opened
+ * read-only is refused the same way (its schema, checked against this release's, would otherwise
+ * be taken for one that came with a repository, to remove); a PostgreSQL store opened read-only
+ * is read as found.
  *
  * @since 0.14.0
  * @internal
@@ -39,6 +41,8 @@ export const refuseNewer = (options: {
   readonly table: string
   /** Where the database is, for the failure (a file, or a server without its credentials). */
   readonly where: string
+  /** The store is opened read-only: the failure says so (operation `read`, "upgrade … to read it"). */
+  readonly reading?: boolean
 }): Effect.Effect<void, EventStoreFailure | SqlError | Migrator.MigrationError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const known = Math.max(0, ...(yield* options.loader).map(([id]) => id))
@@ -46,9 +50,9 @@ export const refuseNewer = (options: {
     if (applied <= known) return
     return yield* new EventStoreFailure({
       reason: "unavailable",
-      operation: "append",
+      operation: options.reading === true ? "read" : "append",
       path: options.where,
       detail: `the database is from a newer effect-agent: its schema is at migration ${applied}, this release knows migrations up to ${known}; ` +
-        "upgrade effect-agent to write to it"
+        `upgrade effect-agent to ${options.reading === true ? "read" : "write to"} it`
     })
   })

@@ -19,10 +19,18 @@
  *   tmpfs — `statfs`), so no other machine writes it: a home folder on NFS, SMB, a FUSE or 9p share,
  *   virtiofs is none, and its records count for nothing;
  * - the folder is this user's, a real folder (not a link) writable by no one else, and the record a
- *   regular file of this user's naming its own inode: a copy of the folder (`cp`, `rsync`, a backup
- *   restored, an image layer) makes new inodes and counts for nothing.
+ *   regular file of this user's naming its own inode: a copy of the folder file by file (`cp`,
+ *   `rsync` without `--link-dest`, a tar or file-level backup restored, an image layer) makes new
+ *   inodes and counts for nothing;
+ * - this process runs on the machine itself, not in a container (`Holder.trustsBootRecords`): a
+ *   container's boot id is its host's, and a copy of its state folder that keeps the inodes (a
+ *   ZFS/Btrfs snapshot clone, `zfs send | recv`, an LVM snapshot, `cp -al`, `rsync --link-dest`)
+ *   would, on another host, take the original's live boot as over. A container records nothing.
  *
- * What stays: a copy made block for block (a VM disk cloned while its machine ran) keeps the inodes;
+ * Records are never removed: one small file per boot of the machine (containers record none).
+ *
+ * What stays: a machine copied with its inodes kept (a VM disk cloned block for block, a snapshot
+ * of its root or home file system, a hard-link backup of its home) keeps the records;
  * a clone of the same host name sharing a data dir with the machine it was cloned from would judge
  * that machine's running boot as its own past one. Give a cloned machine its own host name.
  *

@@ -64,6 +64,27 @@ const readOr = (read: () => string): string | undefined => {
 }
 const ownBootId = readOr(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8"))
 const ownPidNamespace = readOr(() => readlinkSync("/proc/self/ns/pid"))
+const ownUtsNamespace = readOr(() => readlinkSync("/proc/self/ns/uts"))
+
+/**
+ * The kernel's initial pid and UTS namespaces, as `readlink` tells them: their inode numbers are
+ * constants of the kernel (`PROC_PID_INIT_INO`, `PROC_UTS_INIT_INO`), the same on every machine.
+ */
+const initialPidNamespace = "pid:[4026531836]"
+const initialUtsNamespace = "uts:[4026531838]"
+
+/**
+ * Whether this process may judge a holder on this machine's boot records (see `Boots`): only when
+ * it runs in the kernel's initial pid and UTS namespaces — on the machine itself, not in a
+ * container. A container's boot id is its host's (`/proc/sys/kernel/random/boot_id` is the
+ * kernel's), so a record in its state folder names its host's boot, which is over only for that
+ * host: a copy of the folder that keeps its inodes (a ZFS or Btrfs snapshot clone, `zfs send |
+ * recv`, an LVM snapshot, `cp -al`, `rsync --link-dest`, an LXD copy or `pct clone`), run on another
+ * host under the same host name, would judge the original's live lock dead. Inside a container a
+ * lock of another boot stays unknown.
+ */
+export const trustsBootRecords = (own: Pick<Own, "pidNamespace" | "utsNamespace">): boolean =>
+  own.pidNamespace === initialPidNamespace && own.utsNamespace === initialUtsNamespace
 
 /**
  * This process's time namespace as `readlink` tells it (`/proc/self/ns/time`), `none` on a kernel
@@ -81,6 +102,9 @@ export const timeNamespaceOf = (readlink: (path: string) => string): string | un
   }
 }
 const ownTimeNamespace = timeNamespaceOf((path) => readlinkSync(path))
+
+/** Whether this process runs on the machine itself (see {@link trustsBootRecords}): only then are its boots worth recording. */
+export const ownBootRecordsCount = (): boolean => trustsBootRecords({ pidNamespace: ownPidNamespace, utsNamespace: ownUtsNamespace })
 
 /** A fresh holder record for this process. */
 export const current = (now: Date = new Date()): Holder => ({
@@ -104,6 +128,8 @@ export interface Own {
   readonly hostname: string
   readonly bootId: string | undefined
   readonly pidNamespace: string | undefined
+  /** The UTS namespace (`/proc/self/ns/uts`): with the pid namespace, tells the machine itself from a container (see {@link trustsBootRecords}). */
+  readonly utsNamespace?: string | undefined
   /**
    * Whether this machine recorded boot `bootId` under host name `hostname` as its own (see
    * `Boots`): a boot of it that is over. Absent: nothing is known of boots before this one.
@@ -120,7 +146,8 @@ export interface Own {
  * an image and every clone of an unprepared VM image. So a lease waits out its expiry (a real
  * reboot costs one ttl), and a JSONL lock, which has none, is judged on this machine's own record of
  * its boots (`own.recordedBoot`, see `Boots`): of a boot this machine recorded under this host name,
- * its holder is dead (that boot is over); of any other, unknown — released by hand.
+ * its holder is dead (that boot is over); of any other, unknown — released by hand. Only on the
+ * machine itself: in a container the records name the host's boots (see {@link trustsBootRecords}).
  */
 export const sameMachine = (own: Own, holder: Holder): Liveness | "judge by pid" => {
   if (holder.hostname !== own.hostname) {
@@ -128,7 +155,7 @@ export const sameMachine = (own: Own, holder: Holder): Liveness | "judge by pid"
     return sameBoot && own.pidNamespace !== undefined && holder.pidNamespace === own.pidNamespace ? "judge by pid" : "unknown"
   }
   if (holder.bootId !== undefined && differ(holder.bootId, own.bootId)) {
-    return own.recordedBoot?.(holder.bootId, own.hostname) === true ? "dead" : "unknown"
+    return trustsBootRecords(own) && own.recordedBoot?.(holder.bootId, own.hostname) === true ? "dead" : "unknown"
   }
   return differ(holder.pidNamespace, own.pidNamespace) ? "unknown" : "judge by pid"
 }
@@ -146,10 +173,10 @@ export const sameMachine = (own: Own, holder: Holder): Liveness | "judge by pid"
  * name is judged by its pid only when it records this boot and this pid namespace, both known; one
  * of this boot in another pid namespace stays unknown: its pid names another process here. With
  * `recordedBoot` (the JSONL lock's: `Boots.recorded`), a holder of this host name and a boot this
- * machine recorded as its own is dead.
+ * machine recorded as its own is dead (outside a container only).
  */
 export const liveness = (holder: Holder, recordedBoot?: Own["recordedBoot"]): Liveness => {
-  const known = sameMachine({ hostname: hostname(), bootId: ownBootId, pidNamespace: ownPidNamespace, recordedBoot }, holder)
+  const known = sameMachine({ hostname: hostname(), bootId: ownBootId, pidNamespace: ownPidNamespace, utsNamespace: ownUtsNamespace, recordedBoot }, holder)
   if (known !== "judge by pid") return known
   if (holder.pid === process.pid) return differ(holder.startTime, ownStartTime) ? "dead" : "alive"
   try {
