@@ -9,6 +9,9 @@ import * as TestClock from "effect/TestClock"
 import * as TestContext from "effect/TestContext"
 import { AgentEvent, FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine as Engine, TaskTool, Toolkit } from "../../src/index.js"
 const { SessionEngine } = Engine
+import * as ContextBuilder from "../../src/services/ContextBuilder.js"
+import type { SessionSummary } from "../../src/domain/Session.js"
+import * as EventStore from "../../src/services/EventStore.js"
 import { collect, typesOf } from "../helpers.js"
 
 // What an embedder hits (review58a): a tool of its own named `task`, a scripted retry in a golden
@@ -86,5 +89,22 @@ describe("a scripted retry in the testing guide's golden recipe", () => {
     const second = await Effect.runPromise(golden)
     expect(first).toContain("model.retry")
     expect(second).toBe(first)
+  })
+})
+
+describe("orders that no locale changes", () => {
+  // Code-unit order; a locale's collation would put "a" before "B", "_x" first, "ch" after "h" (cs-CZ), "aa" last (da-DK).
+  const ids = ["b", "B", "a", "_x", "Z", "AA", "CH", "D", "T", "aa", "ch", "h"]
+  const codeUnit = [...ids].sort()
+
+  it("equal-priority prompt parts join in code-unit order of their ids", () => {
+    const parts = ids.map((id) => ({ id, source: "base" as const, priority: 1, content: id }))
+    expect(ContextBuilder.compose(parts).split("\n\n")).toEqual(codeUnit)
+  })
+
+  it("sessions active at the same time list in code-unit order of their ids", () => {
+    const at = "2026-01-01T00:00:00.000Z"
+    const summaries = ids.map((sessionId) => ({ sessionId, lastActivityAt: at }) as unknown as SessionSummary)
+    expect([...summaries].sort(EventStore.byRecentActivity).map((s) => s.sessionId)).toEqual(codeUnit)
   })
 })
