@@ -7,7 +7,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as TestContext from "effect/TestContext"
-import { AgentEvent, FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine as Engine, TaskTool, Toolkit } from "../../src/index.js"
+import { AgentEvent, FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine as Engine, TaskTool, Toolkit, ToolRouter } from "../../src/index.js"
 const { SessionEngine } = Engine
 import * as ContextBuilder from "../../src/services/ContextBuilder.js"
 import type { SessionSummary } from "../../src/domain/Session.js"
@@ -106,5 +106,34 @@ describe("orders that no locale changes", () => {
     const at = "2026-01-01T00:00:00.000Z"
     const summaries = ids.map((sessionId) => ({ sessionId, lastActivityAt: at }) as unknown as SessionSummary)
     expect([...summaries].sort(EventStore.byRecentActivity).map((s) => s.sessionId)).toEqual(codeUnit)
+  })
+})
+
+describe("a router whose tool list grows in place", () => {
+  it.effect("offers the tools it has at each request, not the ones it had first", () => {
+    const defs: Array<ToolRouter.ToolDefinition> = [{ name: "ping", description: "ping", inputSchema: { type: "object", properties: {} }, sequential: false }]
+    const router: ToolRouter.ToolRouter["Type"] = {
+      get definitions() { return defs },
+      prepare: (call) => Effect.fail(ToolRouter.unknownTool(call.tool)),
+      execute: () => Effect.succeed({ result: "ok" })
+    }
+    return Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/repo", client: "test" })
+      yield* collect(engine.runTurn({ sessionId, userMessage: "1" }))
+      defs.push({ name: "pong", description: "pong", inputSchema: { type: "object", properties: {} }, sequential: false })
+      yield* collect(engine.runTurn({ sessionId, userMessage: "2" }))
+      defs[0] = { ...defs[0]!, description: "ping, renamed" }
+      yield* collect(engine.runTurn({ sessionId, userMessage: "3" }))
+      const requests = yield* (yield* FakeModelProvider.FakeModel).requests
+      expect(requests.map((r) => r.tools.map((t) => t.name).join(","))).toEqual(["ping", "ping,pong", "ping,pong"])
+      expect(requests[2]!.tools[0]!.description).toBe("ping, renamed")
+    }).pipe(Effect.provide(Engine.layer().pipe(
+      Layer.provide(MemoryEventStore.layer),
+      Layer.provideMerge(FakeModelProvider.layer({ record: true, responses: [{ chunks: ["one"] }, { chunks: ["two"] }, { chunks: ["three"] }] })),
+      Layer.provide(IdGenerator.layerSequential),
+      Layer.provide(Layer.succeed(ToolRouter.ToolRouter, router)),
+      Layer.provide(PermissionPolicy.layer({ mode: "default" }))
+    )))
   })
 })
