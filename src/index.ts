@@ -136,5 +136,5 @@ export * as SessionEngine from "./engine/SessionEngine.js"
 export * as Retry from "./engine/Retry.js"
 
 /** The engine for callers outside Effect: Promises and async iterables. */
-export { makeSessionEngine } from "./promise/PromiseSessionEngine.js"
+export { EngineDisposed, makeSessionEngine } from "./promise/PromiseSessionEngine.js"
 export type { Options as PromiseSessionEngineOptions, PromiseSessionEngine } from "./promise/PromiseSessionEngine.js"

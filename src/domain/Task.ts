@@ -10,6 +10,20 @@ import * as Schema from "effect/Schema"
 /** The tool's name, as the model calls it. */
 export const toolName = "task"
 
+const ownDefinitions = new WeakSet<object>()
+
+/**
+ * Marks `definition` as the library's own `task` tool (TaskTool's). The engine starts subagents only
+ * for a definition marked here: an embedder's own tool named `task` runs through its router.
+ */
+export const markDefinition = <A extends object>(definition: A): A => {
+  ownDefinitions.add(definition)
+  return definition
+}
+
+/** Whether `definition` is the library's own `task` tool (see `markDefinition`). */
+export const isOwnDefinition = (definition: object): boolean => ownDefinitions.has(definition)
+
 /** How deep subagents nest by default: a child (depth 1) may start tasks, a grandchild (depth 2) may not. */
 export const defaultMaxDepth = 2
 

@@ -120,21 +120,36 @@ export interface Services {
   readonly subagents?: Subagents.Runtime | undefined
 }
 
-const specsOf = new WeakMap<ReadonlyArray<ToolDefinition>, ReadonlyArray<ToolSpec>>()
+/** The specs made of a list of definitions, and the definitions they were made of (the list's elements then). */
+interface Specs {
+  readonly specs: ReadonlyArray<ToolSpec>
+  readonly of: ReadonlyArray<ToolDefinition>
+}
+
+const specsOf = new WeakMap<ReadonlyArray<ToolDefinition>, Specs>()
 const noTools: ReadonlyArray<ToolSpec> = []
 
+/** Whether `definitions` still holds the definitions `made` was made of, the same objects in the same order. */
+const holds = (made: Specs, definitions: ReadonlyArray<ToolDefinition>): boolean => {
+  if (made.of.length !== definitions.length) return false
+  for (let i = 0; i < definitions.length; i++) if (made.of[i] !== definitions[i]) return false
+  return true
+}
+
 /**
- * The tools as a model request describes them. Made once per list of definitions (a router hands
- * out a new list when its tools change): every step's request reuses it, and with it the token
- * estimate `ContextBuilder` keeps per list.
+ * The tools as a model request describes them. Made once per list of definitions: every step's
+ * request reuses it, and with it the token estimate `ContextBuilder` and the hash `PromptCache` keep
+ * per list. A router that changes its list in place (a definition pushed, removed or replaced) gets
+ * new specs at the next request: the list's elements are compared by identity, a few pointers a step.
+ * A definition object itself is not read again: change a tool by replacing its definition.
  */
 export const toolSpecs = (services: Services): ReadonlyArray<ToolSpec> => {
   const definitions = services.tools?.definitions
   if (definitions === undefined) return noTools
-  let specs = specsOf.get(definitions)
-  if (specs === undefined) {
-    specs = definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))
-    specsOf.set(definitions, specs)
+  let made = specsOf.get(definitions)
+  if (made === undefined || !holds(made, definitions)) {
+    made = { specs: definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })), of: [...definitions] }
+    specsOf.set(definitions, made)
   }
-  return specs
+  return made.specs
 }

@@ -398,9 +398,10 @@ export const make = (
     const baseTools = Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter))
     const basePermissions = Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways)
     // Every turn is a tree with its budget (of one session when no subagent starts); subagents start
-    // when the tools offer `task` (see TaskTool), and their sessions' tools and permissions are narrowed.
+    // when the tools offer the library's `task` (TaskTool's definition itself: an embedder's own tool
+    // named `task` runs through its router), and their sessions' tools and permissions are narrowed.
     const subagents = Subagents.makeRuntime({
-      offersTask: baseTools?.definitions.some((d) => d.name === Task.toolName) === true,
+      offersTask: baseTools?.definitions.some(Task.isOwnDefinition) === true,
       maxDepth: options.maxSubagentDepth,
       maxSubagents: options.maxSubagents ?? options.maxToolCalls ?? Services.defaultOptions.maxToolCalls,
       budget: options.budget

@@ -17,6 +17,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Usage } from "../domain/AgentEvent.js"
@@ -241,7 +242,23 @@ export const make = (options: Options = {}) =>
     return { provider, recorder: FakeModel.of({ requests: Effect.sync(() => [...requests]), requestCount: Effect.sync(() => received) }) }
   })
 
-/** The fake model as a layer: provides `ModelProvider` and the `FakeModel` recorder. */
+/**
+ * The seed of the `Random` the fake model's layer sets: the retry policy's jitter (and anything
+ * else drawing from Effect's `Random`) is the same on every run, so a scripted retry's
+ * `model.retry.delayMs` — and the golden log holding it — is the same bytes every time.
+ */
+export const randomSeed = "effect-agent FakeModelProvider"
+
+// A fresh generator each time the layer is built: a layer provided twice repeats its draws.
+const seededRandom = Layer.scopedDiscard(Effect.suspend(() => Effect.withRandomScoped(Random.make(randomSeed))))
+
+/**
+ * The fake model as a layer: provides `ModelProvider` and the `FakeModel` recorder, and sets a
+ * seeded `Random` (see {@link randomSeed}) for what runs with it, so scripted runs repeat exactly.
+ */
 export const layer = (options: Options = {}): Layer.Layer<ModelProvider.ModelProvider | FakeModel> =>
-  Layer.effectContext(Effect.map(make(options), ({ provider, recorder }) =>
-    Context.make(ModelProvider.ModelProvider, provider).pipe(Context.add(FakeModel, recorder))))
+  Layer.merge(
+    Layer.effectContext(Effect.map(make(options), ({ provider, recorder }) =>
+      Context.make(ModelProvider.ModelProvider, provider).pipe(Context.add(FakeModel, recorder)))),
+    seededRandom
+  )

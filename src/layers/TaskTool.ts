@@ -30,7 +30,7 @@ const description = [
 /** The tool's definition, as the model is shown it. */
 export const definition: ToolDefinition = (() => {
   const { $schema: _, ...inputSchema } = JSONSchema.make(Task.Args) as unknown as JsonObject & { $schema?: string }
-  return { name: Task.toolName, description, inputSchema, sequential: false }
+  return Task.markDefinition({ name: Task.toolName, description, inputSchema, sequential: false })
 })()
 
 const refuse = (errorCode: string, message: string) => Effect.fail(new ToolFailure({ errorCode, message }))

@@ -7,6 +7,7 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -25,6 +26,16 @@ import type { BlobStore } from "../services/BlobStore.js"
 import type { EventStore } from "../services/EventStore.js"
 import * as IdGenerator from "../services/IdGenerator.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
+
+/**
+ * What every method of a disposed engine rejects with (and every iteration throws), and what a call
+ * still running when `dispose()` stopped it rejects with: one tagged error, whatever the method.
+ */
+export class EngineDisposed extends Data.TaggedError("EngineDisposed")<{ readonly message: string }> {
+  constructor() {
+    super({ message: "This session engine has been disposed: make a new one (makeSessionEngine) to go on." })
+  }
+}
 
 /** Options of {@link makeSessionEngine}. Everything has an embedded default. */
 export interface Options {
@@ -95,7 +106,11 @@ export interface PromiseSessionEngine {
   readonly watchSession: (input: SessionEngine.WatchSessionInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
   readonly sessionState: (input: SessionEngine.SessionInput) => Promise<SessionState>
   readonly listSessions: () => Promise<ReadonlyArray<SessionSummary>>
-  /** Cancels running turns (their logs record it; a turn waiting for approval stays paused) and releases the runtime. */
+  /**
+   * Cancels running turns (their logs record it; a turn waiting for approval stays paused) and releases
+   * the runtime. Every later call rejects (every iteration throws) `EngineDisposed`; `dispose()` again
+   * and `cancelTurn` resolve.
+   */
   readonly dispose: () => Promise<void>
 }
 
@@ -119,16 +134,22 @@ const withCheckpoints = (store: Layer.Layer<EventStore, unknown>, checkpoints: O
 /** Builds a Promise-based engine. Call `dispose()` when done. */
 export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine => {
   const runtime = ManagedRuntime.make(options.layer ?? defaultLayer(options))
-  // Rejects with the typed error itself (a SessionNotFound, an EventStoreFailure), not a wrapper.
-  const withEngine = <A, E>(f: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>, signal?: AbortSignal) =>
-    runtime.runPromiseExit(Effect.flatMap(SessionEngine.SessionEngine, f), signal === undefined ? undefined : { signal }).then((exit) =>
-      Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+  let disposed = false
+  // Rejects with the typed error itself (a SessionNotFound, an EventStoreFailure), not a wrapper;
+  // once disposed, with EngineDisposed (not the runtime's own string or a FiberFailure).
+  const withEngine = <A, E>(f: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>, signal?: AbortSignal): Promise<A> =>
+    disposed ? Promise.reject(new EngineDisposed()) : runtime.runPromiseExit(Effect.flatMap(SessionEngine.SessionEngine, f), signal === undefined ? undefined : { signal }).then((exit) =>
+      Exit.isSuccess(exit)
+        ? exit.value
+        : Promise.reject(disposed && (Cause.isInterruptedOnly(exit.cause) || Cause.isDie(exit.cause)) ? new EngineDisposed() : Cause.squash(exit.cause))
     )
 
   const iterate = <E>(stream: (engine: SessionEngine.SessionEngine.Service) => Stream.Stream<AgentEvent, E>): AsyncIterable<AgentEvent> => ({
     async *[Symbol.asyncIterator]() {
+      if (disposed) throw new EngineDisposed()
+      const rt = await runtime.runtime().catch((cause: unknown) => Promise.reject(disposed ? new EngineDisposed() : cause))
       // yield* forwards an early return (a `break`) to the inner iterator, which interrupts the stream.
-      yield* Stream.toAsyncIterableRuntime(Stream.unwrap(Effect.map(SessionEngine.SessionEngine, stream)), await runtime.runtime())
+      yield* Stream.toAsyncIterableRuntime(Stream.unwrap(Effect.map(SessionEngine.SessionEngine, stream)), rt)
     }
   })
 
@@ -163,7 +184,8 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     resumeTurn: (input) => iterate((engine) => engine.resumeTurn(input)),
     resolvePermission: (input) => withEngine((engine) => engine.resolvePermission(input)),
     pendingApprovals: (input) => withEngine((engine) => engine.pendingApprovals(input)),
-    cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),
+    // Never rejects: on a disposed engine no turn runs, there is nothing to cancel.
+    cancelTurn: (input) => disposed ? Promise.resolve() : withEngine((engine) => engine.cancelTurn(input)),
     steer: (input) => withEngine((engine) => engine.steer(input)),
     followUp: (input) => withEngine((engine) => engine.followUp(input)),
     dropFollowUps: (input) => withEngine((engine) => engine.dropFollowUps(input)),
@@ -185,6 +207,9 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
       ),
     sessionState: (input) => withEngine((engine) => engine.sessionState(input)),
     listSessions: () => withEngine((engine) => engine.listSessions),
-    dispose: () => runtime.dispose()
+    dispose: () => {
+      disposed = true
+      return runtime.dispose()
+    }
   }
 }

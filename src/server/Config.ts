@@ -6,6 +6,7 @@
  * @since 0.2.0
  */
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -75,6 +76,21 @@ export interface Options {
   readonly restoreServers?: RestoreServers | undefined
 }
 
+/**
+ * A server given no token, or an empty one (`token: process.env.MY_TOKEN!` with the variable unset):
+ * its layer fails to build with this, rather than start and answer every route 500. Read the token
+ * with `Config.redacted("MY_TOKEN")` to fail earlier, naming the variable.
+ */
+export class ServerTokenMissing extends Data.TaggedError("ServerTokenMissing")<{ readonly message: string }> {}
+
+/** `config` as it is when its token is a non-blank string; else `ServerTokenMissing`. */
+export const checked = (config: Config): Effect.Effect<Config, ServerTokenMissing> => {
+  const token: unknown = Redacted.isRedacted(config.token) ? Redacted.value(config.token) : config.token
+  return typeof token === "string" && token.trim() !== ""
+    ? Effect.succeed(config)
+    : Effect.fail(new ServerTokenMissing({ message: "The server has no token: give ServerConfig.make a non-empty token (for instance Config.redacted(\"MY_TOKEN\"), read before)." }))
+}
+
 /** The configuration from options; its login codes' time is `clock` (default: the live clock). */
 export const make = (options: Options, clock?: Clock.Clock): Config => ({
   token: typeof options.token === "string" ? Redacted.make(options.token) : options.token,
@@ -89,5 +105,8 @@ export const make = (options: Options, clock?: Clock.Clock): Config => ({
   restoreServers: options.restoreServers
 })
 
-/** The configuration as a layer, its login codes on the `Clock` of the fiber that builds it (a test's `TestClock`). */
-export const layer = (options: Options) => Layer.effect(ServerConfig, Effect.map(Effect.clock, (clock) => make(options, clock)))
+/**
+ * The configuration as a layer, its login codes on the `Clock` of the fiber that builds it (a test's
+ * `TestClock`); without a token it fails `ServerTokenMissing`.
+ */
+export const layer = (options: Options) => Layer.effect(ServerConfig, Effect.flatMap(Effect.clock, (clock) => checked(make(options, clock))))

@@ -180,7 +180,8 @@ export const layer = (config: Config.Config, turns: Layer.Layer<Turns.Turns, nev
     secretHeaders
   ).pipe(
     Layer.provide(turns),
-    Layer.provide(Layer.succeed(Config.ServerConfig, config))
+    // A config without a token fails the build (`ServerTokenMissing`), not every request.
+    Layer.provide(Layer.effect(Config.ServerConfig, Config.checked(config)))
   )
 
 /** Where to listen. */

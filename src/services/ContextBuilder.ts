@@ -93,11 +93,11 @@ export declare namespace ContextBuilder {
   }
 }
 
-/** Joins parts into a system prompt: by priority, then id; empty parts left out. */
+/** Joins parts into a system prompt: by priority, then id (code-unit order: no locale reorders it); empty parts left out. */
 export const compose = (parts: ReadonlyArray<PromptPart>): string =>
   [...parts]
     .filter((part) => part.content.trim() !== "")
-    .sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id))
+    .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map((part) => part.content.trim())
     .join("\n\n")
 

@@ -116,6 +116,14 @@ export const batchConflict = (events: ReadonlyArray<AgentEvent>): EventStoreFail
   return undefined
 }
 
-/** Most recently active first, then by id, so listings are stable. */
+/** Most recently active first, then by id (code-unit order, the same in every locale), so listings are stable. */
 export const byRecentActivity = (a: SessionSummary, b: SessionSummary): number =>
-  a.lastActivityAt < b.lastActivityAt ? 1 : a.lastActivityAt > b.lastActivityAt ? -1 : a.sessionId.localeCompare(b.sessionId)
+  a.lastActivityAt < b.lastActivityAt
+    ? 1
+    : a.lastActivityAt > b.lastActivityAt
+    ? -1
+    : a.sessionId < b.sessionId
+    ? -1
+    : a.sessionId > b.sessionId
+    ? 1
+    : 0

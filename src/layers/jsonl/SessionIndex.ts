@@ -650,7 +650,7 @@ export const make = (options: Options) => {
     const listed = whole && inListingOrder(stored) ? stored : entries.sort(byEntryActivity)
     if (changed || listed !== stored) yield* save(listed, journal)
     if (!full && ids.length > verifiedPerListing) saveRotation(cursor)
-    damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
+    damaged.sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))
     return { sessions: listed.map((entry) => withStoredTitle(entry.summary)), damaged }
   })
 
