@@ -263,6 +263,22 @@ describe("AcpMapper, the rest of the table", () => {
     expect(AcpMapper.toolLocations("/work", "shell", { command: "cat a" })).toEqual([])
   })
 
+  it("a call outside cwd: its pending tool_call carries no location; its permission request names the real targets (title, content, locations)", () => {
+    const outside = { toolCallId: "c", tool: "read_file", args: { path: "../../etc/passwd" } }
+    expect(AcpMapper.toolCallOf("/work/p", outside).locations).toEqual([])
+    expect(AcpMapper.toolCallOf("/work/p", { ...outside, args: { path: "a/../b.ts" } }).locations).toEqual([{ path: "/work/p/b.ts" }])
+    const linked = { toolCallId: "c", tool: "write_file", args: { path: "docs/k", content: "x" }, outsidePaths: ["/home/u/.ssh/k", "/data/f (a file with 2 names (hard links): …)"] }
+    const request = AcpMapper.permissionRequestOf("sess_1", "/work/p", linked)
+    expect(request.toolCall.title).toBe("Write docs/k (outside the working directory: /home/u/.ssh/k, /data/f (a file with 2 names (hard links): …))")
+    expect(request.toolCall.locations).toEqual([{ path: "/home/u/.ssh/k" }, { path: "/data/f" }])
+    expect(request.toolCall.content?.at(-1)).toEqual({ type: "content", content: { type: "text", text: "Outside the working directory: /home/u/.ssh/k, /data/f (a file with 2 names (hard links): …)" } })
+    // Once allowed, the call's start says where it goes.
+    const started = { type: "tool.started", payload: { toolCallId: "c" } } as unknown as AgentEvent.AgentEvent
+    expect(AcpMapper.updatesOf(started, { cwd: "/work/p", phase: "live", support: AcpMapper.baseline, callOf: () => linked })).toEqual([
+      { sessionUpdate: "tool_call_update", toolCallId: "c", status: "in_progress", locations: [{ path: "/home/u/.ssh/k" }, { path: "/data/f" }] }
+    ])
+  })
+
   it("turn endings: cancelled, max_steps as max_turn_requests, other errors carry their errorCode", () => {
     expect(AcpMapper.endingOf({ stopReason: "cancelled" })).toEqual({ _tag: "Stop", stopReason: "cancelled" })
     expect(AcpMapper.endingOf({ stopReason: "error", errorCode: "max_steps" })).toEqual({ _tag: "Stop", stopReason: "max_turn_requests" })
