@@ -7,7 +7,8 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import { type AgentEvent, Edit, FormatCharacters, Image, type Json, type McpConfig, Session, UsageText } from "../index.js"
+import * as Schema from "effect/Schema"
+import { type AgentEvent, Edit, FormatCharacters, Image, type Json, McpConfig, Session, UsageText } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -597,11 +598,17 @@ export const mcpServersOf = (servers: ReadonlyArray<acp.McpServer>): Either.Eith
   const out: Record<string, McpConfig.Server> = {}
   for (const server of servers) {
     const name = server.name.replace(/[^A-Za-z0-9_-]/g, "_").replace(/_{2,}/g, "_").slice(0, 40) || "server"
-    if (name in out) return Either.left(`two MCP servers are named ${JSON.stringify(name)}`)
+    // Own keys only: a server named `constructor` or `toString` is no duplicate of the object's prototype.
+    if (Object.hasOwn(out, name)) return Either.left(`two MCP servers are named ${JSON.stringify(name)}`)
     if ("type" in server && server.type === "sse") return Either.left(`MCP server ${JSON.stringify(server.name)}: the SSE transport is not supported; use its Streamable HTTP endpoint`)
-    out[name] = "command" in server
-      ? { command: server.command, args: server.args, env: Object.fromEntries(server.env.map((v) => [v.name, v.value])) }
-      : { url: server.url, headers: Object.fromEntries(server.headers.map((h) => [h.name, h.value])) }
+    if ("command" in server) {
+      out[name] = { command: server.command, args: server.args, env: Object.fromEntries(server.env.map((v) => [v.name, v.value])) }
+      continue
+    }
+    // The configuration files' check (an http: or https: URL): a client's `not a url` failed later as an internal error, and a `file:` one reached fetch.
+    const url = Schema.decodeUnknownEither(McpConfig.Http.fields.url)(server.url)
+    if (Either.isLeft(url)) return Either.left(`MCP server ${JSON.stringify(server.name)}: url ${JSON.stringify(server.url)} is not an http: or https: URL`)
+    out[name] = { url: server.url, headers: Object.fromEntries(server.headers.map((h) => [h.name, h.value])) }
   }
   return Either.right(out)
 }

@@ -1,6 +1,7 @@
 /**
  * The pure event → ACP mapping (CONTRACT.md §7.2), on the golden logs, and the per-session modes.
  */
+import type * as acp from "@agentclientprotocol/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -252,6 +253,18 @@ describe("AcpMapper, the rest of the table", () => {
       content: [{ type: "content", content: text("denied: The user denied it.") }],
       rawOutput: { errorCode: "denied", message: "The user denied it." }
     }])
+  })
+
+  // review58b: a client's URL that does not parse failed later as an internal error (`new URL` in the
+  // connection), a `file:` one reached fetch; a server named `constructor` was refused as a duplicate.
+  it("client MCP servers: an URL not http(s) refuses the request naming the server; prototype names are names", () => {
+    const http = (name: string, url: string): acp.McpServer => ({ type: "http", name, url, headers: [] })
+    expect(AcpMapper.mcpServersOf([http("docs", "not a url")])).toEqual(Either.left(`MCP server "docs": url "not a url" is not an http: or https: URL`))
+    expect(AcpMapper.mcpServersOf([http("f", "file:///etc/passwd")])).toEqual(Either.left(`MCP server "f": url "file:///etc/passwd" is not an http: or https: URL`))
+    expect(AcpMapper.mcpServersOf([http("ok", "https://example.com/mcp")])).toEqual(Either.right({ ok: { url: "https://example.com/mcp", headers: {} } }))
+    const stdio = (name: string): acp.McpServer => ({ name, command: "srv", args: [], env: [] })
+    expect(Either.map(AcpMapper.mcpServersOf([stdio("constructor"), stdio("toString")]), Object.keys)).toEqual(Either.right(["constructor", "toString"]))
+    expect(AcpMapper.mcpServersOf([stdio("a"), stdio("a")])).toEqual(Either.left(`two MCP servers are named "a"`))
   })
 
   it("kinds and locations of the workspace tools; paths absolute against the session's cwd", () => {
