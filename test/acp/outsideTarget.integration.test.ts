@@ -19,6 +19,17 @@ const { dir } = scratch
 const texts = (toolCall: acp.ToolCallUpdate) =>
   (toolCall.content ?? []).flatMap((c) => (c.type === "content" && c.content.type === "text" ? [c.content.text] : []))
 
+/** One prompt's turn in a fresh agent, every question answered `optionId`; the agent has exited. */
+const turn = async (args: ReadonlyArray<string>, cwd: string, optionId: string) => {
+  const agent = scratch.launch(args, { cwd, answer: choose(optionId) })
+  await agent.initialize()
+  const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+  await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "x" }] })
+  agent.child.stdin.end()
+  await agent.exited
+  return agent
+}
+
 /** A project whose `docs` is a link to `home_ssh` beside it, and whose model writes `docs/authorized_keys`. */
 const linked = (name: string) => {
   const p = scratch.project({ responses: [{ toolCalls: [{ tool: "write_file", args: { path: "docs/authorized_keys", content: "ssh-ed25519 AAAA attacker\n" } }] }, { chunks: ["done"] }] }, name)
@@ -31,12 +42,7 @@ const linked = (name: string) => {
 describe("effect-agent acp: a permission request names a real target outside the working directory", () => {
   it("a write through a link to a folder outside: the title, a content line and the locations name the real target", async () => {
     const p = linked("link")
-    const agent = scratch.launch(p.args, { cwd: p.cwd, answer: choose("reject_once") })
-    await agent.initialize()
-    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
-    await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "x" }] })
-    agent.child.stdin.end()
-    await agent.exited
+    const agent = await turn(p.args, p.cwd, "reject_once")
     expect(agent.asked).toHaveLength(1)
     const { toolCall } = agent.asked[0]!.params
     const target = join(p.outside, "authorized_keys")
@@ -73,12 +79,7 @@ describe("effect-agent acp: a permission request names a real target outside the
     const p = scratch.project({
       responses: [{ toolCalls: [{ tool: "read_file", args: { path: "../../../../../../../../etc/hostname" } }] }, { chunks: ["done"] }]
     }, "read")
-    const agent = scratch.launch(["--script", p.scriptFile, ...p.storage], { cwd: p.cwd, answer: choose("reject_once") })
-    await agent.initialize()
-    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
-    await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "x" }] })
-    agent.child.stdin.end()
-    await agent.exited
+    const agent = await turn(["--script", p.scriptFile, ...p.storage], p.cwd, "reject_once")
     expect(agent.asked).toHaveLength(1)
     const sent = agent.updates.map((n) => n.update).filter((u) => u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update")
     expect(sent.flatMap((u) => u.locations ?? [])).toEqual([])
@@ -86,12 +87,7 @@ describe("effect-agent acp: a permission request names a real target outside the
     const q = scratch.project({
       responses: [{ toolCalls: [{ tool: "read_file", args: { path: "../../../../../../../../etc/hostname" } }] }, { chunks: ["done"] }]
     }, "read-allowed")
-    const allowing = scratch.launch(["--script", q.scriptFile, ...q.storage], { cwd: q.cwd, answer: choose("allow_once") })
-    await allowing.initialize()
-    const opened = await allowing.agent.request(acp.methods.agent.session.new, { cwd: q.cwd, mcpServers: [] })
-    await allowing.agent.request(acp.methods.agent.session.prompt, { sessionId: opened.sessionId, prompt: [{ type: "text", text: "x" }] })
-    allowing.child.stdin.end()
-    await allowing.exited
+    const allowing = await turn(["--script", q.scriptFile, ...q.storage], q.cwd, "allow_once")
     const updates = allowing.updates.map((n) => n.update)
     expect(updates.find((u) => u.sessionUpdate === "tool_call")?.locations).toEqual([])
     const started = updates.find((u): u is Extract<acp.SessionUpdate, { sessionUpdate: "tool_call_update" }> => u.sessionUpdate === "tool_call_update" && u.status === "in_progress")
