@@ -315,7 +315,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) =>
             Effect.gen(function*() {
-              if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
+              AcpMapper.noteCall(calls, event)
               const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support, callOf: (id) => calls.get(id), title: session.title })
               session.title = Session.applyTitle(session.title, Session.titleChange(event))
               for (const update of yield* updatesWithImages(session.sessionId, event, "live", updates)) {
@@ -490,7 +490,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         yield* engine.replaySession({ sessionId }).pipe(
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) => {
-            if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
+            AcpMapper.noteCall(replayed, event)
             const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id), title })
             title = Session.applyTitle(title, Session.titleChange(event))
             return Effect.flatMap(

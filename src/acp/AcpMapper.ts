@@ -7,7 +7,8 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import { type AgentEvent, Edit, FormatCharacters, Image, type Json, type McpConfig, Session, UsageText } from "../index.js"
+import * as Schema from "effect/Schema"
+import { type AgentEvent, Edit, FormatCharacters, Image, type Json, McpConfig, Session, UsageText } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -134,6 +135,29 @@ export const toolLocations = (cwd: string, tool: string, args: Json.Json): Array
   return path === undefined ? [] : [{ path: resolvePath(cwd, path) }]
 }
 
+/** Whether an absolute path is `cwd` or under it (by its text: links are the engine's `outsidePaths`). */
+const isUnder = (cwd: string, path: string) => path === cwd || path.startsWith(cwd.endsWith("/") ? cwd : `${cwd}/`)
+
+/**
+ * The real path of an `outsidePaths` entry: the engine writes `<real path> (<why it counts as
+ * outside>)` for some (a file with several names); a location is the path alone.
+ */
+const outsidePathOf = (entry: string) => entry.replace(/ \(.*\)$/s, "")
+
+/**
+ * Where a call goes, for a permission request and for the call once allowed: the real targets
+ * outside cwd the engine found (a link's target, `permission.requested`'s `outsidePaths`), then the
+ * locations inside cwd as named — not a link's name, which is not where it writes.
+ */
+export const allowedLocations = (cwd: string, call: Call): Array<acp.ToolCallLocation> => {
+  const outside = (call.outsidePaths ?? []).map((entry) => ({ path: outsidePathOf(entry) }))
+  const named = outside.length === 0 ? toolLocations(cwd, call.tool, call.args) : []
+  return [...outside, ...named]
+}
+
+/** A call's locations before it is allowed: only those inside cwd (an editor following the agent opens them at once). */
+const locationsBeforeDecision = (cwd: string, call: Call) => toolLocations(cwd, call.tool, call.args).filter((l) => isUnder(cwd, l.path))
+
 /**
  * What an edit does to its file, as ACP's `diff` content, so the client shows a diff — in the call
  * and in its permission prompt — rather than the arguments as JSON. From the arguments alone (as the
@@ -153,7 +177,7 @@ export const toolCallOf = (cwd: string, call: Call) => {
     title: toolTitle(call.tool, call.args),
     kind: toolKind(call.tool),
     rawInput: call.args,
-    locations: toolLocations(cwd, call.tool, call.args),
+    locations: locationsBeforeDecision(cwd, call),
     ...(diffs.length === 0 ? {} : { content: diffs })
   }
 }
@@ -163,6 +187,17 @@ export interface Call {
   readonly toolCallId: string
   readonly tool: string
   readonly args: Json.Json
+  /** The real paths outside cwd it would touch (`permission.requested`'s), as the engine wrote them. */
+  readonly outsidePaths?: ReadonlyArray<string> | undefined
+}
+
+/** The calls of a stream as the mapper needs them: each call's request, then what its `permission.requested` adds. */
+export const noteCall = (calls: Map<string, Call>, event: AgentEvent.AgentEvent): void => {
+  if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
+  if (event.type === "permission.requested" && event.payload.outsidePaths !== undefined && event.payload.outsidePaths.length > 0) {
+    const call = calls.get(event.payload.toolCallId)
+    if (call !== undefined) calls.set(call.toolCallId, { ...call, outsidePaths: event.payload.outsidePaths })
+  }
 }
 
 const text = (value: string): acp.ContentBlock => ({ type: "text", text: value })
@@ -267,8 +302,13 @@ export const updatesOf = (
       return []
     case "model.tool_call_requested":
       return [{ sessionUpdate: "tool_call", status: "pending", ...toolCallOf(context.cwd, event.payload) }]
-    case "tool.started":
-      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, status: "in_progress" }]
+    case "tool.started": {
+      // Allowed now: where it goes, outside cwd too, which the pending call did not say (see toolCallOf).
+      const call = context.callOf?.(event.payload.toolCallId)
+      const locations = call === undefined ? [] : allowedLocations(context.cwd, call)
+      const more = call !== undefined && JSON.stringify(locations) !== JSON.stringify(locationsBeforeDecision(context.cwd, call))
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, status: "in_progress", ...(more ? { locations } : {}) }]
+    }
     case "tool.progress":
       return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, content: toolContent(event.payload.message) }]
     case "tool.completed":
@@ -424,13 +464,28 @@ export const permissionRequestOf = (
     readonly args: Json.Json
     /** A subagent's call (listed so by `pendingApprovals` after a restart): its title labelled with the subagent. */
     readonly askedBy?: { readonly sessionId: string; readonly description: string } | undefined
+    /** The real paths outside cwd it would touch (`permission.requested`'s; a paused call's `OpenToolCall.outsidePaths`). */
+    readonly outsidePaths?: ReadonlyArray<string> | undefined
   },
   uncovered?: Uncovered
 ): acp.RequestPermissionRequest => {
   const called = toolCallOf(cwd, call)
+  // Where a link really leads, as the CLI's question says it: in the title, and as a line of the content.
+  const outside = call.outsidePaths === undefined || call.outsidePaths.length === 0
+    ? ""
+    : ` (outside the working directory: ${call.outsidePaths.map((p) => FormatCharacters.shownOrQuoted(p)).join(", ")})`
   // Editors show a permission request's title and content: the reason goes after the call's own content (a diff).
-  const content = uncovered === undefined ? called.content : [...(called.content ?? []), ...toolContent(uncoveredText(call.tool, uncovered))]
-  const toolCall = { ...called, title: toolTitle(call.tool, call.args, true), ...(content === undefined ? {} : { content }) }
+  const content = [
+    ...(called.content ?? []),
+    ...(outside === "" ? [] : toolContent(`Outside the working directory: ${call.outsidePaths!.map((p) => FormatCharacters.shownOrQuoted(p)).join(", ")}`)),
+    ...(uncovered === undefined ? [] : toolContent(uncoveredText(call.tool, uncovered)))
+  ]
+  const toolCall = {
+    ...called,
+    title: `${toolTitle(call.tool, call.args, true)}${outside}`,
+    locations: allowedLocations(cwd, call),
+    ...(content.length === 0 ? {} : { content })
+  }
   const title = call.askedBy === undefined ? toolCall.title : `Subagent "${wholeLine(call.askedBy.description)}" (${wholeLine(call.askedBy.sessionId)}): ${toolCall.title ?? call.tool}`
   return { sessionId, toolCall: { ...toolCall, status: "pending", ...(title === undefined ? {} : { title }) }, options: [...permissionOptions] }
 }
@@ -543,11 +598,17 @@ export const mcpServersOf = (servers: ReadonlyArray<acp.McpServer>): Either.Eith
   const out: Record<string, McpConfig.Server> = {}
   for (const server of servers) {
     const name = server.name.replace(/[^A-Za-z0-9_-]/g, "_").replace(/_{2,}/g, "_").slice(0, 40) || "server"
-    if (name in out) return Either.left(`two MCP servers are named ${JSON.stringify(name)}`)
+    // Own keys only: a server named `constructor` or `toString` is no duplicate of the object's prototype.
+    if (Object.hasOwn(out, name)) return Either.left(`two MCP servers are named ${JSON.stringify(name)}`)
     if ("type" in server && server.type === "sse") return Either.left(`MCP server ${JSON.stringify(server.name)}: the SSE transport is not supported; use its Streamable HTTP endpoint`)
-    out[name] = "command" in server
-      ? { command: server.command, args: server.args, env: Object.fromEntries(server.env.map((v) => [v.name, v.value])) }
-      : { url: server.url, headers: Object.fromEntries(server.headers.map((h) => [h.name, h.value])) }
+    if ("command" in server) {
+      out[name] = { command: server.command, args: server.args, env: Object.fromEntries(server.env.map((v) => [v.name, v.value])) }
+      continue
+    }
+    // The configuration files' check (an http: or https: URL): a client's `not a url` failed later as an internal error, and a `file:` one reached fetch.
+    const url = Schema.decodeUnknownEither(McpConfig.Http.fields.url)(server.url)
+    if (Either.isLeft(url)) return Either.left(`MCP server ${JSON.stringify(server.name)}: url ${JSON.stringify(server.url)} is not an http: or https: URL`)
+    out[name] = { url: server.url, headers: Object.fromEntries(server.headers.map((h) => [h.name, h.value])) }
   }
   return Either.right(out)
 }

@@ -83,7 +83,8 @@ export const describeCall = ({ args, outsidePaths, tool }: CallInfo, whole = fal
   // The question shows a path or a line as a tool's result shows a name: quoted when it holds a
   // character that does not show as itself, so no line break in it can write the question's text.
   const shown = (text: string, max: number) => (whole ? FormatCharacters.shownOrQuoted(text) : visible(oneLine(text, max)))
-  const json = (text: string) => (whole ? wholeLine(text) : visible(oneLine(text, 80)))
+  // The arguments whole: a blank-looking letter escaped and a long run of spaces counted, as `shown` does.
+  const json = (text: string) => (whole ? FormatCharacters.compactSpaces(wholeLine(FormatCharacters.escapeUnprintable(text))) : visible(oneLine(text, 80)))
   return `${visible(tool)}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${json(JSON.stringify(args))}`) : ` ${shown(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => shown(p, 200)).join(", ")})`)
 }
 

@@ -1,6 +1,7 @@
 /**
  * The pure event → ACP mapping (CONTRACT.md §7.2), on the golden logs, and the per-session modes.
  */
+import type * as acp from "@agentclientprotocol/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -254,6 +255,18 @@ describe("AcpMapper, the rest of the table", () => {
     }])
   })
 
+  // review58b: a client's URL that does not parse failed later as an internal error (`new URL` in the
+  // connection), a `file:` one reached fetch; a server named `constructor` was refused as a duplicate.
+  it("client MCP servers: an URL not http(s) refuses the request naming the server; prototype names are names", () => {
+    const http = (name: string, url: string): acp.McpServer => ({ type: "http", name, url, headers: [] })
+    expect(AcpMapper.mcpServersOf([http("docs", "not a url")])).toEqual(Either.left(`MCP server "docs": url "not a url" is not an http: or https: URL`))
+    expect(AcpMapper.mcpServersOf([http("f", "file:///etc/passwd")])).toEqual(Either.left(`MCP server "f": url "file:///etc/passwd" is not an http: or https: URL`))
+    expect(AcpMapper.mcpServersOf([http("ok", "https://example.com/mcp")])).toEqual(Either.right({ ok: { url: "https://example.com/mcp", headers: {} } }))
+    const stdio = (name: string): acp.McpServer => ({ name, command: "srv", args: [], env: [] })
+    expect(Either.map(AcpMapper.mcpServersOf([stdio("constructor"), stdio("toString")]), Object.keys)).toEqual(Either.right(["constructor", "toString"]))
+    expect(AcpMapper.mcpServersOf([stdio("a"), stdio("a")])).toEqual(Either.left(`two MCP servers are named "a"`))
+  })
+
   it("kinds and locations of the workspace tools; paths absolute against the session's cwd", () => {
     expect(["read_file", "write_file", "edit_file", "list_dir", "grep", "shell", "web_fetch", "mcp_thing"].map(AcpMapper.toolKind)).toEqual([
       "read", "edit", "edit", "search", "search", "execute", "fetch", "other"
@@ -261,6 +274,22 @@ describe("AcpMapper, the rest of the table", () => {
     expect(AcpMapper.toolLocations("/work", "read_file", { path: "src/../a.ts" })).toEqual([{ path: "/work/a.ts" }])
     expect(AcpMapper.toolLocations("/work", "edit_file", { path: "/etc/hosts" })).toEqual([{ path: "/etc/hosts" }])
     expect(AcpMapper.toolLocations("/work", "shell", { command: "cat a" })).toEqual([])
+  })
+
+  it("a call outside cwd: its pending tool_call carries no location; its permission request names the real targets (title, content, locations)", () => {
+    const outside = { toolCallId: "c", tool: "read_file", args: { path: "../../etc/passwd" } }
+    expect(AcpMapper.toolCallOf("/work/p", outside).locations).toEqual([])
+    expect(AcpMapper.toolCallOf("/work/p", { ...outside, args: { path: "a/../b.ts" } }).locations).toEqual([{ path: "/work/p/b.ts" }])
+    const linked = { toolCallId: "c", tool: "write_file", args: { path: "docs/k", content: "x" }, outsidePaths: ["/home/u/.ssh/k", "/data/f (a file with 2 names (hard links): …)"] }
+    const request = AcpMapper.permissionRequestOf("sess_1", "/work/p", linked)
+    expect(request.toolCall.title).toBe("Write docs/k (outside the working directory: /home/u/.ssh/k, /data/f (a file with 2 names (hard links): …))")
+    expect(request.toolCall.locations).toEqual([{ path: "/home/u/.ssh/k" }, { path: "/data/f" }])
+    expect(request.toolCall.content?.at(-1)).toEqual({ type: "content", content: { type: "text", text: "Outside the working directory: /home/u/.ssh/k, /data/f (a file with 2 names (hard links): …)" } })
+    // Once allowed, the call's start says where it goes.
+    const started = { type: "tool.started", payload: { toolCallId: "c" } } as unknown as AgentEvent.AgentEvent
+    expect(AcpMapper.updatesOf(started, { cwd: "/work/p", phase: "live", support: AcpMapper.baseline, callOf: () => linked })).toEqual([
+      { sessionUpdate: "tool_call_update", toolCallId: "c", status: "in_progress", locations: [{ path: "/home/u/.ssh/k" }, { path: "/data/f" }] }
+    ])
   })
 
   it("turn endings: cancelled, max_steps as max_turn_requests, other errors carry their errorCode", () => {
