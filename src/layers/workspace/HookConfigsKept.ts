@@ -22,6 +22,7 @@
 import { randomBytes } from "node:crypto"
 import { constants, type Stats } from "node:fs"
 import * as NodeFs from "node:fs/promises"
+import { readlinkSync } from "node:fs"
 import * as NodePath from "node:path"
 import * as ApprovedWrites from "./ApprovedWrites.js"
 import * as PackageHooks from "./PackageHooks.js"
@@ -40,6 +41,20 @@ export interface Before {
   readonly packages: ReadonlyMap<string, string | undefined>
   /** Lint-staged's configs below a root, each where its folder leads, with its bytes (`undefined`: over `configLimit`, not compared). */
   readonly below: ReadonlyMap<string, Buffer | undefined>
+  /** Each of `packages`' files as it was (not followed if a link): which file it was, and how many names it had. */
+  readonly identities: ReadonlyMap<string, Identity | undefined>
+}
+
+/** Which file a name was, and how many names that file had. */
+export interface Identity {
+  readonly dev: number
+  readonly ino: number
+  readonly nlink: number
+}
+
+const identityOf = async (file: string): Promise<Identity | undefined> => {
+  const info = await NodeFs.lstat(file).catch(() => undefined)
+  return info?.isFile() === true ? { dev: info.dev, ino: info.ino, nlink: info.nlink } : undefined
 }
 
 /** The largest config below a root whose bytes are kept to be put back. */
@@ -59,8 +74,17 @@ const belowRoots = (roots: ReadonlyArray<string>, found: ReadonlyArray<string>) 
 
 /** The bytes of the regular file `path` (not followed if a link), up to `configLimit`; `undefined` past it or when none. */
 const bytesOf = async (path: string): Promise<Buffer | undefined> => {
-  const info = await NodeFs.lstat(path).catch(() => undefined)
-  return info?.isFile() === true && info.size <= configLimit ? NodeFs.readFile(path).catch(() => undefined) : undefined
+  // Opened without following a link and without waiting (a FIFO put there never blocks), then looked at through the descriptor.
+  const handle = await NodeFs.open(path, constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0)).catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    const info = await handle.stat()
+    return info.isFile() && info.size <= configLimit ? await handle.readFile() : undefined
+  } catch {
+    return undefined
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
 }
 
 /** The largest package.json compared; a larger one a command made is set aside whole (its keys cannot be read cheaply). */
@@ -95,7 +119,8 @@ export const before = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Wor
     return [file, text === "too large" ? undefined : text] as const
   })))
   const below = new Map(await Promise.all(deeper.configs.map(async (config) => [await whereItIs(config), await bytesOf(config)] as const)))
-  return { cwd, roots, configs, packages, below }
+  const identities = new Map(await Promise.all([...packages.keys()].map(async (file) => [file, await identityOf(file)] as const)))
+  return { cwd, roots, configs, packages, below, identities }
 }
 
 /** A config's path with its folder's real path (a `.config` that is a link compared by where it leads). */
@@ -166,8 +191,16 @@ const replaceWith = async (file: string, text: string, mode: number): Promise<vo
   }
 }
 
-/** A regular file with more than one name (a hard link): written in place, not replaced (`putBack`). */
-const hasOtherNames = (info: Stats | undefined): info is Stats => info?.isFile() === true && info.nlink > 1
+/**
+ * Whether `file` (now `info`) is written in place, not replaced (`putBack`): a regular file that is
+ * the file it was before the command (`earlier`), which had other names then (a hard link the user
+ * made). A name the command made a link of another file (`ln packages/web/package.json
+ * package.json`), or a file that had no other name before, is replaced: writing through it would
+ * write the other name's file (review 60a). `shared`: another watched name is now this file though
+ * it was not before; then it is replaced too.
+ */
+const inPlace = (info: Stats | undefined, earlier: Identity | undefined, shared: boolean): info is Stats =>
+  info?.isFile() === true && earlier !== undefined && info.dev === earlier.dev && info.ino === earlier.ino && earlier.nlink > 1 && !shared
 
 /**
  * Writes `text` over the bytes of `file`, the regular file `seen` was, through a descriptor opened
@@ -191,9 +224,9 @@ const rewriteInPlace = async (file: string, text: string, seen: Stats): Promise<
  * link), its bytes rewritten in place (`rewriteInPlace`), so that every name reads what was put back
  * — a rename gave this name a new file and left the others with the command's (trust 45).
  */
-const putBack = async (file: string, text: string, mode: number): Promise<void> => {
+const putBack = async (file: string, text: string, mode: number, earlier: Identity | undefined, shared: (seen: Stats | undefined) => Promise<boolean>): Promise<void> => {
   const seen = await NodeFs.lstat(file).catch(() => undefined)
-  return hasOtherNames(seen) ? rewriteInPlace(file, text, seen) : replaceWith(file, text, mode)
+  return inPlace(seen, earlier, await shared(seen)) ? rewriteInPlace(file, text, seen) : replaceWith(file, text, mode)
 }
 
 /** The permission bits of what `file` leads to (0644 when it cannot be read), kept on what replaces it. */
@@ -204,9 +237,14 @@ const modeOf = async (file: string): Promise<number> => ((await NodeFs.stat(file
  * verbatim: what is done when its hook keys cannot be put back without rewriting the rest. A file
  * with other names is copied aside and `previous` written in place (`putBack`).
  */
-const setAsideWhole = async (file: string, previous: string | undefined): Promise<string | undefined> => {
+const setAsideWhole = async (
+  file: string,
+  previous: string | undefined,
+  earlier: Identity | undefined,
+  shared: (seen: Stats | undefined) => Promise<boolean>
+): Promise<string | undefined> => {
   const seen = await NodeFs.lstat(file).catch(() => undefined)
-  if (previous !== undefined && hasOtherNames(seen)) {
+  if (previous !== undefined && inPlace(seen, earlier, await shared(seen))) {
     const aside = await asideName(file)
     const copied = await NodeFs.copyFile(file, aside, constants.COPYFILE_EXCL).then(() => true, () => false)
     if (!copied) return undefined
@@ -236,10 +274,43 @@ const holdsOnly = async (at: string, written: ReadonlyMap<string, Buffer>): Prom
     }
     const wanted = written.get(path)
     if (info?.isFile() !== true || wanted === undefined || info.size !== wanted.length) return false
-    const bytes = await NodeFs.readFile(path).catch(() => undefined)
+    // Read without following a link or waiting on a FIFO swapped in since the `lstat` (the file tools' lock is held).
+    const bytes = await bytesOf(path)
     return bytes !== undefined && bytes.equals(wanted)
   }
   return same(at)
+}
+
+/**
+ * Makes the new file `name` (a relative path) inside the folder `folder` with `bytes`: each folder on
+ * the way made if missing and opened without following a link, the file opened `O_CREAT | O_EXCL |
+ * O_NOFOLLOW` inside the last — a link a concurrent command put on the way is never followed.
+ */
+const makeInside = async (folder: string, name: string, bytes: Buffer): Promise<void> => {
+  const file = { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }
+  if (!Paths.procFd) {
+    await NodeFs.mkdir(NodePath.dirname(NodePath.join(folder, name)), { recursive: true })
+    return NodeFs.writeFile(NodePath.join(folder, name), bytes, file)
+  }
+  const flags = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | O_NOFOLLOW | constants.O_NONBLOCK
+  const names = name.split(NodePath.sep)
+  const leaf = names.pop()!
+  // `/.`: the folder `folder` names (itself a `/proc/self/fd/N` link), not the link.
+  let handle = await NodeFs.open(`${folder}/.`, flags)
+  try {
+    for (const step of names) {
+      const at = `/proc/self/fd/${handle.fd}/${step}`
+      await NodeFs.mkdir(at).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "EEXIST") throw error
+      })
+      const next = await NodeFs.open(at, flags)
+      await handle.close()
+      handle = next
+    }
+    await NodeFs.writeFile(`/proc/self/fd/${handle.fd}/${leaf}`, bytes, file)
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
 }
 
 /**
@@ -255,6 +326,7 @@ const keepConfig = async (
   at: string,
   writes: ReadonlyArray<ApprovedWrites.Write>,
   shown: (path: string) => string,
+  here: (path: string) => string,
   previous?: Buffer
 ): Promise<string | undefined> => {
   // A whole file written (`before` unread), or an edit of what they wrote or of what was there before
@@ -266,17 +338,14 @@ const keepConfig = async (
     if (write.before === undefined || write.before === was(write.file)) texts.set(write.file, write.after)
     else texts.delete(write.file)
   }
-  const written = new Map([...texts].map(([file, text]) => [file, Buffer.from(text)] as const))
+  // Each path as reached through the checked folder (`here`): a folder swapped since is never followed.
+  const written = new Map([...texts].map(([file, text]) => [here(file), Buffer.from(text)] as const))
   // What is to be there: what the file tools wrote, or else the bytes from before.
-  const wanted = written.size > 0 ? written : previous === undefined ? undefined : new Map([[at, previous]])
-  if (wanted !== undefined && (await holdsOnly(at, wanted))) return undefined
-  const aside = await setAside(config).catch(() => undefined)
+  const wanted = written.size > 0 ? written : previous === undefined ? undefined : new Map([[here(at), previous]])
+  if (wanted !== undefined && (await holdsOnly(here(at), wanted))) return undefined
+  const aside = await setAside(here(at)).then((aside) => NodePath.join(NodePath.dirname(config), NodePath.basename(aside)), () => undefined)
   if (aside === undefined) return undefined
-  for (const [file, bytes] of wanted ?? []) {
-    await NodeFs.mkdir(NodePath.dirname(file), { recursive: true })
-      .then(() => NodeFs.writeFile(file, bytes, { flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW }))
-      .catch(() => undefined)
-  }
+  for (const [file, bytes] of wanted ?? []) await makeInside(here(NodePath.dirname(at)), NodePath.relative(here(NodePath.dirname(at)), file), bytes).catch(() => undefined)
   return written.size > 0
     ? `${shown(config)} (made or changed by the command; now ${shown(aside)}, what the file tools wrote there meanwhile put back)`
     : previous !== undefined
@@ -294,13 +363,24 @@ const keepPackage = async (
   at: string,
   before: string | undefined,
   writes: ReadonlyArray<ApprovedWrites.Write>,
-  shown: (path: string) => string
+  shown: (path: string) => string,
+  earlier: Identity | undefined,
+  shared: (seen: Stats | undefined) => Promise<boolean>
 ): Promise<string | undefined> => {
   let previous = before
-  for (const write of writes) if (write.file === at) previous = PackageHooks.approvedOnto(previous, write.before, write.after)
+  const reverted = new Set<string>()
+  for (const write of writes) {
+    if (write.file !== at) continue
+    const onto = PackageHooks.approvedOnto(previous, write.before, write.after)
+    previous = onto.text
+    for (const key of onto.reverted) reverted.add(key)
+  }
+  const undone = reverted.size === 0
+    ? ""
+    : `; an approved edit of ${[...reverted].join(", ")} was reverted with it, as it carried the command's change: redo it`
   const now = await readPackage(file)
   if (now === "too large") {
-    const aside = await setAsideWhole(file, previous)
+    const aside = await setAsideWhole(file, previous, earlier, shared)
     return aside === undefined ? undefined : `${shown(file)} (larger than ${packageLimit} bytes, its hook keys unread; the command's is now ${shown(aside)})`
   }
   const keys = now === undefined ? [] : PackageHooks.changedKeys(previous, now)
@@ -310,13 +390,13 @@ const keepPackage = async (
   // big or `1.50` numbers, `\u` escapes, duplicate keys, BOM lost); otherwise the user's bytes
   // from before come back whole and the command's file is kept beside them.
   if (PackageHooks.keptAsBefore(now, now!) !== now) {
-    const aside = await setAsideWhole(file, previous)
+    const aside = await setAsideWhole(file, previous, earlier, shared)
     return aside === undefined
       ? undefined
-      : `${shown(file)}'s ${keys.join(", ")} (changed by the command in a file not rewritable byte for byte; put back as it was before, the command's is now ${shown(aside)})`
+      : `${shown(file)}'s ${keys.join(", ")} (changed by the command in a file not rewritable byte for byte; put back as it was before, the command's is now ${shown(aside)}${undone})`
   }
-  const written = await putBack(file, kept, await modeOf(file)).then(() => true, () => false)
-  return written ? `${shown(file)}'s ${keys.join(", ")} (put back as they were)` : undefined
+  const written = await putBack(file, kept, await modeOf(file), earlier, shared).then(() => true, () => false)
+  return written ? `${shown(file)}'s ${keys.join(", ")} (put back as they were${undone})` : undefined
 }
 
 /**
@@ -330,25 +410,80 @@ export const keep = async (was: Before, approved: ApprovedWrites.Watch = Approve
   const said: Array<string> = []
   const shown = (path: string) => NodePath.relative(was.cwd, path)
   const deeper = belowRoots(was.roots, found)
+  // Whether another watched package.json is now the file `seen` though it was another before (a link the command made).
+  const shared = (file: string) => async (seen: Stats | undefined): Promise<boolean> => {
+    if (seen === undefined) return false
+    for (const [other, earlier] of was.identities) {
+      if (other === file) continue
+      const info = await NodeFs.lstat(other).catch(() => undefined)
+      if (info !== undefined && info.dev === seen.dev && info.ino === seen.ino && (earlier?.dev !== seen.dev || earlier?.ino !== seen.ino)) return true
+    }
+    return false
+  }
   const keepEach = async (configs: ReadonlyArray<string>, packages: ReadonlyArray<string>) => {
     for (const config of configs) {
       const at = await whereItIs(config)
       const previous = was.below.get(at)
       if ((was.configs.has(at) && previous === undefined) || !(await inWorkspace(was.cwd, config))) continue
-      const note = await approved.exclusive(at, () => keepConfig(config, at, approved.writes, shown, previous))
+      const note = await approved.exclusive(at, () =>
+        inCheckedFolder(was.cwd, config, (folder) => {
+          const here = (path: string) => NodePath.join(folder, NodePath.relative(NodePath.dirname(at), path))
+          return keepConfig(config, at, approved.writes, shown, here, previous)
+        }))
       if (note !== undefined) said.push(note)
     }
     for (const file of packages) {
       if (!(await inWorkspace(was.cwd, file))) continue
       const at = await NodeFs.realpath(file).catch(() => file)
-      const note = await approved.exclusive(at, () => keepPackage(file, at, was.packages.get(file), approved.writes, shown))
+      const note = await approved.exclusive(at, () =>
+        inCheckedFolder(was.cwd, file, (folder) => {
+          const named = (path: string) => shown(path.startsWith(`${folder}/`) ? NodePath.join(NodePath.dirname(file), path.slice(folder.length + 1)) : path)
+          return keepPackage(NodePath.join(folder, NodePath.basename(file)), at, was.packages.get(file), approved.writes, named, was.identities.get(file), shared(file))
+        }))
       if (note !== undefined) said.push(note)
     }
   }
   for (const root of was.roots) await keepEach(await RunsLater.hookManagerFiles(root), [NodePath.join(root, "package.json")])
-  // Then lint-staged's below the roots: there before, or found now.
+  // Then lint-staged's below the roots: there before, or found now (a search stopped early by many folders
+  // the command made still leaves those there before looked at: review 60a).
   const rootPackages = new Set(was.roots.map((root) => NodePath.join(root, "package.json")))
   const deeperPackages = [...new Set([...was.packages.keys(), ...deeper.packages])].filter((file) => !rootPackages.has(file))
-  await keepEach(deeper.configs, deeperPackages)
+  await keepEach([...new Set([...deeper.configs, ...was.below.keys()])], deeperPackages)
   return said
+}
+
+/** The real folder `real` opened from `/` one name at a time, none followed if a link (`O_NOFOLLOW`); `undefined` when a step is not a folder. */
+const openFolder = async (real: string): Promise<NodeFs.FileHandle | undefined> => {
+  const flags = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | O_NOFOLLOW | constants.O_NONBLOCK
+  let handle = await NodeFs.open("/", flags).catch(() => undefined)
+  for (const name of real.split("/").filter((name) => name !== "")) {
+    if (handle === undefined) return undefined
+    const next = await NodeFs.open(`/proc/self/fd/${handle.fd}/${name}`, flags).catch(() => undefined)
+    await handle.close().catch(() => undefined)
+    handle = next
+  }
+  return handle
+}
+
+/**
+ * Runs `use` with `path`'s folder opened and checked to be inside cwd, as a name (`/proc/self/fd/N`)
+ * through which every read, write and rename of the put-back is made: a folder a concurrent command
+ * swapped for a link out of cwd after the check (while the put-back waited for the file tools' lock)
+ * is never followed (review 60a). The folder is opened from `/` one name at a time without following
+ * a link, inside the lock, and its real path (`/proc/self/fd/N`'s) checked to be inside cwd; nothing
+ * is done when it cannot be. Without `/proc/self/fd` (not Linux), the folder's real path, checked once.
+ */
+const inCheckedFolder = async <A>(cwd: string, path: string, use: (folder: string) => Promise<A | undefined>): Promise<A | undefined> => {
+  const real = await NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)
+  if (real === undefined || !isInside(cwd, real)) return undefined
+  if (!Paths.procFd) return use(real)
+  const handle = await openFolder(real)
+  if (handle === undefined) return undefined
+  try {
+    const folder = `/proc/self/fd/${handle.fd}`
+    if (!isInside(cwd, readlinkSync(folder))) return undefined
+    return await use(folder)
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
 }

@@ -98,10 +98,20 @@ export const keptAsBefore = (before: string | undefined, after: string, only?: R
  * or one that left them alone — and every other key as in `base`. The write's own text when that is
  * all it differs by (byte for byte, for a put-back of the whole file); else `after` re-serialised
  * with those other keys as in `base` (a key the command changed before the write, which an edit
- * carried over, is not the write's).
+ * carried over, is not the write's). A key the write changed is its own only when the write found
+ * it as in `base`: an edit of one entry of a key the command had added to carries the command's
+ * entries (review 60a), so that key is put back to `base` too, and named in `reverted` (the user
+ * may redo the edit).
  */
-export const approvedOnto = (base: string | undefined, before: string | undefined, after: string): string => {
-  const own = new Set(changedKeys(before, after))
+export const approvedOnto = (
+  base: string | undefined,
+  before: string | undefined,
+  after: string
+): { readonly text: string; readonly reverted: ReadonlyArray<string> } => {
+  const [was, found] = [settingsOf(base), settingsOf(before)]
+  const changed = changedKeys(before, after)
+  const own = new Set(changed.filter((key) => found.get(key) === was.get(key)))
+  const reverted = changed.filter((key) => !own.has(key))
   const others = changedKeys(base, after).filter((key) => !own.has(key))
-  return others.length === 0 ? after : keptAsBefore(base, after, new Set(others)) ?? after
+  return { text: others.length === 0 ? after : keptAsBefore(base, after, new Set(others)) ?? after, reverted }
 }
