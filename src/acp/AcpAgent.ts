@@ -120,6 +120,14 @@ export const requestErrorOf = (error: unknown): acp.RequestError => {
           { errorCode: "session_untrusted", sessionId: tagged.sessionId }
         )
       }
+      // A log of a newer format version is not damaged: "corrupt" alone had users remove good logs.
+      if (tagged.reason === "corrupt" && String(tagged.detail).startsWith("unsupported log format version")) {
+        return new acp.RequestError(-32603, "the session's log was written by a newer effect-agent: read it with that version", {
+          errorCode: "event_store_failure",
+          reason: tagged.reason,
+          newerVersion: true
+        })
+      }
       // The store's detail can name files; the client gets the kind of failure only.
       return new acp.RequestError(-32603, `the event store failed to ${String(tagged.operation)} (${String(tagged.reason)})`, {
         errorCode: "event_store_failure",
