@@ -52,13 +52,22 @@ export const none: Spent = { budget: undefined, usage: undefined, compacted: und
  * turn's events (bench/resumeSpend.ts). The subagents it started below its children are counted from
  * their logs (see {@link Spent.started}).
  */
-export const read = (store: EventStore.Service, sessionId: string, turnId: string, fromSequence = 1): Effect.Effect<Spent, EventStoreFailure> =>
+export const read = (
+  store: EventStore.Service,
+  sessionId: string,
+  turnId: string,
+  fromSequence = 1,
+  limit = Number.POSITIVE_INFINITY
+): Effect.Effect<Spent, EventStoreFailure> =>
   Effect.gen(function*() {
     const fold = yield* turnOf(store, sessionId, turnId, fromSequence)
-    const seen = new Set([sessionId])
-    let below = 0
-    for (const child of fold.childIds()) below += yield* startedBelow(store, child, 1, seen)
-    return fold.spent(fold.childIds().length + below)
+    const seen = new Set([sessionId, ...fold.childIds()])
+    const count = { started: fold.childIds().length, limit }
+    for (const child of fold.childIds()) {
+      if (count.started > limit) break
+      yield* startedBelow(store, child, 1, seen, count)
+    }
+    return fold.spent(count.started)
   })
 
 const turnOf = (store: EventStore.Service, sessionId: string, turnId: string, fromSequence: number) =>
@@ -68,22 +77,32 @@ const turnOf = (store: EventStore.Service, sessionId: string, turnId: string, fr
   )
 
 /**
- * The subagents a subagent's session started in its task's turn (its first), and those below them:
- * each session read once (a log's `childSessionId` is any id its author wrote, an ancestor's
- * included), as deep as a tree of waiting sessions is followed. A log that cannot be read counts
- * nothing: that subagent's call ends `subagent_lost` when the turn resumes.
+ * The subagents a subagent's session started in its task's turn (its first), and those below them,
+ * added to `count.started`: each id counted and read once (a log's `childSessionId` is any id its
+ * author wrote, an ancestor's or a sibling's included), as deep as a tree of waiting sessions is
+ * followed; once the count is past `count.limit` (`maxSubagents`: the tree may start no more) no
+ * more logs are read — a hostile log naming 10,000 children costs one read, not 10,000. A log that
+ * cannot be read counts nothing: that subagent's call ends `subagent_lost` when the turn resumes.
  */
-const startedBelow = (store: EventStore.Service, sessionId: string, depth: number, seen: Set<string>): Effect.Effect<number> =>
+const startedBelow = (
+  store: EventStore.Service,
+  sessionId: string,
+  depth: number,
+  seen: Set<string>,
+  count: { started: number; readonly limit: number }
+): Effect.Effect<void> =>
   Effect.gen(function*() {
-    if (seen.has(sessionId) || depth > SessionState.maxSubagentDepth) return 0
-    seen.add(sessionId)
+    if (depth > SessionState.maxSubagentDepth || count.started > count.limit) return
     const first = yield* store.read(sessionId).pipe(Stream.filter((e): e is AgentEvent.EventOfType<"turn.started"> => e.type === "turn.started"), Stream.runHead)
-    if (Option.isNone(first)) return 0
-    const children = (yield* turnOf(store, sessionId, first.value.turnId, first.value.sequence)).childIds()
-    let below = 0
-    for (const child of children) below += yield* startedBelow(store, child, depth + 1, seen)
-    return children.length + below
-  }).pipe(Effect.orElseSucceed(() => 0))
+    if (Option.isNone(first)) return
+    const children = (yield* turnOf(store, sessionId, first.value.turnId, first.value.sequence)).childIds().filter((child) => !seen.has(child))
+    for (const child of children) seen.add(child)
+    count.started += children.length
+    for (const child of children) {
+      if (count.started > count.limit) return
+      yield* startedBelow(store, child, depth + 1, seen, count)
+    }
+  }).pipe(Effect.orElseSucceed(() => undefined))
 
 /** The fold of one turn's events. */
 class Fold {

@@ -161,37 +161,43 @@ const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<Turn
     const { toolCallId, tool, args } = call
     yield* turn.commit([...pending, EventDraft.toolStarted(toolCallId, tool, args)])
     const { state } = turn.session.live
-    const checkpoint = turn.services.checkpoints === undefined ? undefined : yield* turn.services.checkpoints.watch(call, state.cwd)
-    // A `task` runs a subagent: the engine's work, with events of its own in this turn.
-    const outcome = Subagents.isTask(turn.services, call) ? yield* Subagents.run(turn, call) : yield* turn.services.tools!.execute(call, {
-      sessionId: state.sessionId,
-      turnId: turn.turnId,
-      cwd: state.cwd,
-      acceptsImages: turn.services.provider.capabilities.images === true,
-      leaveOut: turn.services.permissions.fence?.({ sessionId: state.sessionId, cwd: state.cwd, call, remembered: state.remembered }),
-      progress: (message) =>
-        turn.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
-          // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
-          Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("could not store tool progress", e)),
-          Effect.asVoid
-        )
-    }).pipe(
-      Effect.catchAllDefect((defect) =>
-        Effect.logError("a tool failed unexpectedly", defect).pipe(
-          Effect.zipRight(Effect.fail(new ToolFailure({ errorCode: "tool_error", message: `The ${tool} tool failed unexpectedly.` })))
-        )
-      ),
-      Effect.either,
-      // A call cancelled while it ran (its process killed) may have changed files: they are recorded
-      // before the turn closes the call, so that a rewind undoes them too. Best effort: a cancel never fails.
-      // (Without checkpoints there is nothing to record: no finalizer.)
-      (run) =>
-        checkpoint === undefined ? run : Effect.onInterrupt(run, () =>
-          Effect.flatMap(checkpoint, (capture) => recordChanges(turn, toolCallId, capture, whileRunning(toolCallId))).pipe(
-            Effect.catchAll((e) => Effect.logWarning("could not record what a cancelled call changed", e))
-          ))
-    )
-    if (checkpoint !== undefined) yield* recordChanges(turn, toolCallId, yield* checkpoint)
+    // The snapshot's registration and its release are paired: an interrupt right after `watch`
+    // returned (before the cancel's finalizer was installed) left it registered for the process's
+    // life, every later command in that cwd named uncertain and every later scan kept on it.
+    const { capture, outcome } = yield* Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+      const checkpoint = turn.services.checkpoints === undefined ? undefined : yield* restore(turn.services.checkpoints.watch(call, state.cwd))
+      // A `task` runs a subagent: the engine's work, with events of its own in this turn.
+      const outcome = Subagents.isTask(turn.services, call) ? yield* restore(Subagents.run(turn, call)) : yield* restore(turn.services.tools!.execute(call, {
+        sessionId: state.sessionId,
+        turnId: turn.turnId,
+        cwd: state.cwd,
+        acceptsImages: turn.services.provider.capabilities.images === true,
+        leaveOut: turn.services.permissions.fence?.({ sessionId: state.sessionId, cwd: state.cwd, call, remembered: state.remembered }),
+        progress: (message) =>
+          turn.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
+            // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
+            Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("could not store tool progress", e)),
+            Effect.asVoid
+          )
+      })).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("a tool failed unexpectedly", defect).pipe(
+            Effect.zipRight(Effect.fail(new ToolFailure({ errorCode: "tool_error", message: `The ${tool} tool failed unexpectedly.` })))
+          )
+        ),
+        Effect.either,
+        // A call cancelled while it ran (its process killed) may have changed files: they are recorded
+        // before the turn closes the call, so that a rewind undoes them too. Best effort: a cancel never fails.
+        // (Without checkpoints there is nothing to record: no finalizer.)
+        (run) =>
+          checkpoint === undefined ? run : Effect.onInterrupt(run, () =>
+            Effect.flatMap(checkpoint, (capture) => recordChanges(turn, toolCallId, capture, whileRunning(toolCallId))).pipe(
+              Effect.catchAll((e) => Effect.logWarning("could not record what a cancelled call changed", e))
+            ))
+      )
+      return { capture: checkpoint === undefined ? undefined : yield* checkpoint, outcome }
+    }))
+    if (capture !== undefined) yield* recordChanges(turn, toolCallId, capture)
     if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)
     const output = yield* afterResult(turn, call, outcome.right)
     const images = yield* toolImages(turn, tool, output)

@@ -110,7 +110,13 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
         const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === turn.turnId).length
         // From the turn's start (the live session saw it go by): not the whole log a second time.
         const start = turn.session.transcript.turnStart
-        const spent = yield* ResumedSpend.read(turn.services.store, turn.session.sessionId, turn.turnId, start?.turnId === turn.turnId ? start.sequence : 1)
+        const spent = yield* ResumedSpend.read(
+          turn.services.store,
+          turn.session.sessionId,
+          turn.turnId,
+          start?.turnId === turn.turnId ? start.sequence : 1,
+          turn.services.subagents?.maxSubagents
+        )
         Subagents.seed(turn, spent, stepsDone)
         return { open, stepsDone, spent }
       }

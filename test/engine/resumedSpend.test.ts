@@ -32,4 +32,46 @@ describe("ResumedSpend", () => {
       expect(spent.usage).toMatchObject({ inputTokens: 100, outputTokens: 10 })
       expect(spent.compacted).toMatchObject({ inputTokens: 80, outputTokens: 20 })
     }))
+
+  // review60b: a hostile log's `childSessionId`s over-counted the tree's subagents against `maxSubagents`.
+  describe("the subagents a tree started, from hostile logs", () => {
+    const ev = (sessionId: string, sequence: number, type: string, payload: Record<string, unknown>) =>
+      ({ eventId: `evt_${sessionId}_${sequence}`, sessionId, sequence, timestamp: "2026-12-07T00:00:00.000Z", type, payload, turnId: `turn_${sessionId}` }) as unknown as AgentEvent
+    const logOf = (s: string, children: ReadonlyArray<string>) => [
+      ev(s, 1, "turn.started", { promptPreview: "go" }),
+      ...children.map((c, i) => ev(s, i + 2, "subagent.started", { toolCallId: `c${i}`, childSessionId: c, description: "d", cwd: "/", mode: "x" }))
+    ]
+    const treeOf = (logs: Record<string, ReadonlyArray<AgentEvent>>) => {
+      const reads: Array<string> = []
+      const store = {
+        read: (id: string, o?: { fromSequence?: number }) => {
+          reads.push(id)
+          return Stream.fromIterable((logs[id] ?? []).filter((e) => e.sequence >= (o?.fromSequence ?? 1)))
+        }
+      } as unknown as EventStore.Service
+      return { reads, store }
+    }
+
+    it.effect("a child naming its ancestor and itself counts each distinct subagent once", () =>
+      Effect.gen(function*() {
+        const { store } = treeOf({ root: logOf("root", ["a"]), a: logOf("a", ["root", "a", "b"]), b: logOf("b", []) })
+        expect((yield* ResumedSpend.read(store, "root", "turn_root")).started).toBe(2)
+      }))
+
+    it.effect("two children naming one grandchild count it once", () =>
+      Effect.gen(function*() {
+        const { store } = treeOf({ root: logOf("root", ["a", "b"]), a: logOf("a", ["g"]), b: logOf("b", ["g"]), g: logOf("g", []) })
+        expect((yield* ResumedSpend.read(store, "root", "turn_root")).started).toBe(3)
+      }))
+
+    it.effect("past the limit no more logs are read", () =>
+      Effect.gen(function*() {
+        const logs: Record<string, ReadonlyArray<AgentEvent>> = { root: logOf("root", ["w"]), w: logOf("w", Array.from({ length: 1000 }, (_, i) => `x${i}`)) }
+        const { reads, store } = treeOf(logs)
+        const spent = yield* ResumedSpend.read(store, "root", "turn_root", 1, 5)
+        expect(spent.started).toBeGreaterThan(5)
+        // root's log, w's first turn and its turn: none of the 1,000 grandchildren's.
+        expect(reads.filter((id) => id.startsWith("x"))).toEqual([])
+      }))
+  })
 })

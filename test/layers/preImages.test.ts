@@ -189,6 +189,68 @@ describe("PreImages: two commands at once in one cwd (kernel45: both were only m
       })))
 })
 
+// review60b: commands were grouped by exact cwd, so one in `dir` and a subagent's in `dir/sub` each
+// recorded the other's writes as their own, neither incomplete.
+describe("PreImages: commands in nested folders at the same time", () => {
+  const uncertain = (files: string) => `another command ran in this working directory at the same time: ${files} changed while it ran, and may be its change recorded here as this command's`
+
+  it.scoped("share the inner folder: what changed there is uncertain for both, the rest is the outer's", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { "a.txt": "a\n", "sub/x.txt": "x\n" })
+      const cp = yield* WorkspaceCheckpoints
+      const outer = (yield* cp.watch(shellCall("outer"), dir))!
+      const inner = (yield* cp.watch(shellCall("inner"), NodePath.join(dir, "sub")))!
+      yield* write(dir, { "sub/x.txt": "X by inner\n", "a.txt": "A by outer\n" })
+      const innerCapture = yield* inner
+      const outerCapture = yield* outer
+      expect({ changes: innerCapture.changes.map((c) => c.path), incomplete: innerCapture.incomplete }).toEqual({ changes: ["x.txt"], incomplete: uncertain("x.txt") })
+      expect({ changes: outerCapture.changes.map((c) => c.path), incomplete: outerCapture.incomplete }).toEqual({ changes: ["a.txt", "sub/x.txt"], incomplete: uncertain("sub/x.txt") })
+    }).pipe(Effect.provide(checkpoints())))
+
+  it.scoped("one after the other in nested folders: neither is uncertain", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { "sub/x.txt": "x\n" })
+      const cp = yield* WorkspaceCheckpoints
+      const inner = (yield* cp.watch(shellCall("inner"), NodePath.join(dir, "sub")))!
+      yield* write(dir, { "sub/x.txt": "X by inner\n" })
+      expect((yield* inner).incomplete).toBeUndefined()
+      const outer = (yield* cp.watch(shellCall("outer"), dir))!
+      yield* write(dir, { "sub/x.txt": "X by outer\n" })
+      expect((yield* outer).incomplete).toBeUndefined()
+    }).pipe(Effect.provide(checkpoints())))
+})
+
+// review60b: every scan taken while a long command ran was kept on it until it ended.
+describe("PreImages: the scans a command keeps of the others", () => {
+  it("are at most maxKeptScans, the first and the newest kept", () => {
+    const scans: Array<number> = []
+    for (let i = 0; i < 10_000; i++) PreImages.keepScan(scans, i)
+    expect(scans.length).toBeLessThanOrEqual(PreImages.maxKeptScans)
+    expect(scans[0]).toBe(0)
+    expect(scans.at(-1)).toBe(9_999)
+    expect([...scans].sort((a, b) => a - b)).toEqual(scans)
+  })
+
+  it.scoped("with few kept, a change while another command ran is still named uncertain", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { "a.txt": "a\n", "b.txt": "b\n" })
+      const cp = yield* WorkspaceCheckpoints
+      const long = (yield* cp.watch(shellCall("long"), dir))!
+      for (let i = 0; i < 3 * PreImages.maxKeptScans; i++) {
+        const short = (yield* cp.watch(shellCall(`short ${i}`), dir))!
+        if (i === PreImages.maxKeptScans) yield* write(dir, { "b.txt": "b by a short one\n" })
+        yield* short
+      }
+      yield* write(dir, { "a.txt": "a by long\n" })
+      const capture = yield* long
+      expect(capture.changes.map((c) => c.path)).toEqual(["a.txt", "b.txt"])
+      expect(capture.incomplete).toContain("b.txt")
+    }).pipe(Effect.provide(checkpoints())))
+})
+
 describe("PreImages: a restore from a hostile plan writes nothing", () => {
   for (const path of ["../escape.txt", "/tmp/escape.txt", "a/../../escape.txt", "", "./a.txt", "linked/x.txt"]) {
     it.scoped(`refuses ${JSON.stringify(path)} as unsafe_path`, () =>

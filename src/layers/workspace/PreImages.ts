@@ -258,10 +258,21 @@ export const make = (options: Options = {}) =>
     /** A command's snapshot runs in `root`: what else writes there meanwhile is noted on it until the effect it returns runs. */
     const commandRunning = (root: string) => {
       const { commands, files } = writersOf(root)
-      const watch: CommandWatch = { byFileTools: new Set(files.keys()), registered: tick(), others: new Set(), scans: [] }
+      const watch: CommandWatch = { byFileTools: new Set(files.keys()), registered: tick(), others: new Set(), nested: new Map(), scans: [] }
       for (const other of commands) {
         other.others.add(watch)
         watch.others.add(other)
+      }
+      // A command in a folder inside this one's, or around it (a subagent's in `dir/sub`): they share
+      // that subtree, whose files are uncertain for both while both run (their scans do not compare).
+      for (const [at, { commands: there }] of writers) {
+        const inside = at.startsWith(`${root}/`) ? `${at.slice(root.length + 1)}/` : root.startsWith(`${at}/`) ? "" : undefined
+        const around = inside === undefined ? undefined : inside === "" ? `${root.slice(at.length + 1)}/` : ""
+        if (inside === undefined || around === undefined) continue
+        for (const other of there) {
+          watch.nested.set(other, inside)
+          other.nested.set(watch, around)
+        }
       }
       commands.add(watch)
       return { watch, done: Effect.sync(() => {
@@ -282,7 +293,7 @@ export const make = (options: Options = {}) =>
         // Only while commands overlap (rare): the other commands keep the file stats, not the contents.
         if (others.length > 0) {
           const point: Point = { start, end, files: new Map([...result.files].map(([path, seen]) => [path, { ...seen, bytes: undefined }])) }
-          for (const other of others) other.scans.push(point)
+          for (const other of others) keepScan(other.scans, point)
         }
         return { scan: result, point: { start, end, files: result.files } satisfies Point }
       })
@@ -477,6 +488,28 @@ interface CommandWatch {
   readonly others: Set<CommandWatch>
   /** The scans they took meanwhile (file stats only). */
   readonly scans: Array<Point>
+  /** The commands whose snapshots ran in a folder inside or around this one's meanwhile: the subtree both see (relative to this cwd, `""` all of it). */
+  readonly nested: Map<CommandWatch, string>
+}
+
+/**
+ * Most scans of the others a command keeps (each a stat map of up to `maxFiles` entries) while it
+ * runs: a long command under a loop of short ones kept every one of their scans until it ended.
+ */
+export const maxKeptScans = 32
+
+/**
+ * Keeps `point` among a command's scans of the others, at most `cap`: past it every second one of
+ * the kept is let go, first and last kept. Fewer points only place a change between farther scans,
+ * where another command is likelier to have run: more files are named uncertain, never fewer.
+ *
+ * @internal
+ */
+export const keepScan = <P>(scans: Array<P>, point: P, cap = maxKeptScans): void => {
+  scans.push(point)
+  if (scans.length <= Math.max(2, cap)) return
+  const kept = scans.filter((_, i) => i % 2 === 0 || i === scans.length - 1)
+  scans.splice(0, scans.length, ...kept)
 }
 
 /** When another command could have written: after its first scan, before its second (a snapshot that never scanned: from its start to its end). */
@@ -493,8 +526,18 @@ const writesBetween = (other: CommandWatch): readonly [number, number] | undefin
  * no other command, none.
  */
 const sharedChanges = (capture: Capture, watch: CommandWatch, before: Point, after: Point): ReadonlyArray<string> => {
+  const subtrees = [...watch.nested].filter(([other]) => {
+    const window = writesBetween(other)
+    return window !== undefined && window[0] < after.end && before.start < window[1]
+  }).map(([, under]) => under)
+  const inSubtree = capture.changes.map((change) => change.path).filter((path) => subtrees.some((under) => path.startsWith(under)))
   const windows = [...watch.others].map(writesBetween).filter((w) => w !== undefined)
-  if (windows.length === 0) return []
+  if (windows.length === 0) return inSubtree
+  return [...new Set([...inSubtree, ...sameFolder(capture, windows, watch, before, after)])].sort()
+}
+
+/** Of {@link sharedChanges}: the others in the very same cwd, placed by their scans. */
+const sameFolder = (capture: Capture, windows: ReadonlyArray<readonly [number, number]>, watch: CommandWatch, before: Point, after: Point): ReadonlyArray<string> => {
   const points = [before, ...watch.scans.filter((p) => p.start > before.end && p.end < after.start).sort((a, b) => a.end - b.end), after]
   const shared = (from: Point, to: Point) => {
     const start = Math.min(from.start, to.start)
