@@ -152,7 +152,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       expect((yield* sequences).s297).toBe(3)
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("the index keeps the listing's order: ties go by id as localeCompare orders them, cold or warm, whatever order the index was saved in", () =>
+  it.scoped("the index keeps the listing's order: ties go by id in code-unit order (no host locale), cold or warm, whatever order the index was saved in", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
       const store = yield* JsonlEventStore.make({ dataDir })
@@ -161,7 +161,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       const ties = ["b", "B", "a_1", "a-1", "a1", "A1", "a10", "a9", "a_", "a-", "Z", "z", "_a", "-a", "0", "9", "10", "sess_Ab", "sess_aB", "sess-ab"]
       for (const id of ties) yield* store.append(event(id, 1, "session.created", { cwd: "/work", client: "test" }))
       yield* store.appendAll([event("late", 1, "session.created", { cwd: "/work", client: "test" }), event("late", 2, "turn.started", { promptPreview: "p" })])
-      const expected = ["late", ...[...ties].sort((a, b) => a.localeCompare(b))]
+      const expected = ["late", ...[...ties].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))]
       const listed = Effect.map(store.list, (sessions) => sessions.map((s) => s.sessionId))
       const index = join(dataDir, "index.json")
       const saved = () => (JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<{ summary: { sessionId: string } }> }).sessions.map((entry) => entry.summary.sessionId)
