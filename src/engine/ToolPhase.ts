@@ -164,7 +164,8 @@ const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<Turn
     // The snapshot's registration and its release are paired: an interrupt right after `watch`
     // returned (before the cancel's finalizer was installed) left it registered for the process's
     // life, every later command in that cwd named uncertain and every later scan kept on it.
-    const { capture, outcome } = yield* Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+    // (Without checkpoints there is nothing to pair: no mask, nothing added to a plain call's path.)
+    const paired = (restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) => Effect.gen(function*() {
       const checkpoint = turn.services.checkpoints === undefined ? undefined : yield* restore(turn.services.checkpoints.watch(call, state.cwd))
       // A `task` runs a subagent: the engine's work, with events of its own in this turn.
       const outcome = Subagents.isTask(turn.services, call) ? yield* restore(Subagents.run(turn, call)) : yield* restore(turn.services.tools!.execute(call, {
@@ -196,7 +197,8 @@ const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<Turn
             ))
       )
       return { capture: checkpoint === undefined ? undefined : yield* checkpoint, outcome }
-    }))
+    })
+    const { capture, outcome } = yield* (turn.services.checkpoints === undefined ? paired((effect) => effect) : Effect.uninterruptibleMask(paired))
     if (capture !== undefined) yield* recordChanges(turn, toolCallId, capture)
     if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)
     const output = yield* afterResult(turn, call, outcome.right)
