@@ -375,6 +375,9 @@ const readOnlyRefusal = (operation: "append" | "lock", where: string, sessionId:
 /**
  * The stores of `Options.readOnly`: the schema as found, never migrated. Our `events` table missing
  * (`to_regclass` answers null, and needs no privilege): nothing was ever stored here, an empty store.
+ * A schema a newer effect-agent migrated is refused, typed, naming the upgrade (see `SchemaVersion`):
+ * read as this release knows it, its tables could be misread. A role that may not read the
+ * migrations' table (granted SELECT on the store's tables alone) reads the schema as found.
  */
 const readOnlyStores = (where: string): Layer.Layer<EventStore | BlobStore, EventStoreFailure, SqlClient.SqlClient> =>
   Layer.unwrapEffect(
@@ -384,6 +387,16 @@ const readOnlyStores = (where: string): Layer.Layer<EventStore | BlobStore, Even
         Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "reading the schema failed", "read")))
       )
       if (found?.present !== true) return MemoryEventStore.layer
+      yield* LateCancel.retried(SchemaVersion.refuseNewer({ loader: migrations, table: migrationsTable, where, reading: true })).pipe(
+        Effect.catchAll((error) =>
+          error._tag === "EventStoreFailure"
+            ? Effect.fail(error)
+            // insufficient_privilege: the version cannot be read, and the schema is read as found.
+            : codeOf(error) === "42501"
+            ? Effect.void
+            : Effect.fail(openFailure(where, error, "reading the schema's version failed", "read"))
+        )
+      )
       const store = yield* make({ where })
       return Layer.merge(
         Layer.succeed(

@@ -3,7 +3,7 @@
  * record it made, in a folder of this user's that no one else writes, on a local file system.
  */
 import { randomUUID } from "node:crypto"
-import { chmodSync, linkSync, mkdirSync, readdirSync, symlinkSync } from "node:fs"
+import { chmodSync, linkSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
@@ -80,5 +80,49 @@ describe("this machine's records of its boots", () => {
       expect(Holder.sameMachine({ ...c2, pidNamespace: "pid:[4026531836]" }, liveC1)).toBe("unknown")
       // On the machine itself (its initial pid and UTS namespaces) the record counts, as before.
       expect(Holder.sameMachine({ ...c2, pidNamespace: "pid:[4026531836]", utsNamespace: "uts:[4026531838]" }, liveC1)).toBe("dead")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  // stores59: records were never removed, one file per boot for good. Now recording a boot keeps its
+  // host name's newest `keptPerHost` records. A record removed makes its boot's locks unknown, never
+  // dead; the boot recorded last (the one running) is kept whatever the records' times say.
+  it.scoped("recording a boot keeps the host name's newest records, the running boot's always; a lock of a boot dropped is unknown, never dead", () =>
+    Effect.gen(function*() {
+      const folder = join(yield* tempDir, "boots")
+      const hostBoots = Array.from({ length: Boots.keptPerHost + 5 }, () => randomUUID())
+      const otherHost = Array.from({ length: 3 }, () => randomUUID())
+      const recordOf = (boot: string) => join(folder, readdirSync(folder).find((name) => name.startsWith(boot))!)
+      // Made a second apart, each time set as it is made (no two alike), and ahead of the clock: the
+      // clock was set back since. The other host name's are older than all.
+      const now = Date.now() / 1000
+      for (const boot of otherHost) {
+        Boots.recordIn(folder, boot, "other")
+        utimesSync(recordOf(boot), now - 20_000, now - 20_000)
+      }
+      hostBoots.forEach((boot, i) => {
+        Boots.recordIn(folder, boot, "h")
+        utimesSync(recordOf(boot), now + 10_000 + i, now + 10_000 + i)
+      })
+      // Not a record: left alone.
+      writeFileSync(join(folder, "notes.txt"), "mine")
+      // The running boot, recorded now: older than every other record of "h" by its time.
+      const running = randomUUID()
+      Boots.recordIn(folder, running, "h")
+      const booted = (boot: string) => Boots.recordedIn(folder, boot, "h")
+      // The running boot and the newest others of "h"; the oldest gone.
+      expect(booted(running)).toBe(true)
+      const kept = hostBoots.slice(-(Boots.keptPerHost - 1))
+      expect(kept.every(booted)).toBe(true)
+      expect(hostBoots.slice(0, hostBoots.length - kept.length).some(booted)).toBe(false)
+      expect(otherHost.every((boot) => Boots.recordedIn(folder, boot, "other"))).toBe(true)
+      expect(readdirSync(folder)).toHaveLength(Boots.keptPerHost + otherHost.length + 1)
+      // Recorded again (the same boot, another process): nothing more removed.
+      Boots.recordIn(folder, running, "h")
+      expect(kept.every(booted)).toBe(true)
+      expect(booted(running)).toBe(true)
+      // A lock of a boot whose record went is unknown, not dead; one of a boot still recorded is dead.
+      const own: Holder.Own = { hostname: "h", bootId: randomUUID(), pidNamespace: "pid:[4026531836]", utsNamespace: "uts:[4026531838]", recordedBoot: booted }
+      const holderOf = (bootId: string): Holder.Holder => ({ pid: 4242, hostname: "h", bootId, pidNamespace: "pid:[4026531836]", startedAt: new Date().toISOString(), nonce: randomUUID() })
+      expect(Holder.sameMachine(own, holderOf(hostBoots[0]!))).toBe("unknown")
+      expect(Holder.sameMachine(own, holderOf(kept[0]!))).toBe("dead")
     }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -37,7 +37,7 @@ describe("an index save that missed journal lines", () => {
       yield* store.append(started("appended", 2))
       // The losing save: entries from before, and the journal taken as read to its end.
       const journal = statSync(join(dataDir, "index.journal"))
-      writeFileSync(indexFile, JSON.stringify({ ...stale, journal: { inode: journal.ino, offset: journal.size } }))
+      writeFileSync(indexFile, JSON.stringify({ ...stale, journal: { ...stale.journal, inode: journal.ino, offset: journal.size } }))
       const listed = yield* JsonlEventStore.make({ dataDir }).pipe(Effect.flatMap((other) => other.list))
       expect(listed.map((s) => s.sessionId).sort()).toEqual(["alive", "appended", "new"])
     }).pipe(Effect.provide(NodeContext.layer)))

@@ -69,4 +69,23 @@ describe("a database a newer release migrated", () => {
         )).pipe(Effect.provide(PgClient.layer({ url, maxConnections: 1 })), Effect.orDie)
       expectNewer(yield* opening(layer))
     }))
+
+  // stores59: read-only (`sessions`, `replay`, `pending` of an older release) PostgreSQL read a newer
+  // release's schema as found, as if it were this release's. Now it is refused as SQLite's is:
+  // `unavailable`, operation `read`, naming the upgrade. Failed on main (it opened).
+  it.scoped("postgres: opening it read-only fails typed, naming the newer release and the upgrade", () =>
+    Effect.gen(function*() {
+      const url = Redacted.make(yield* freshSchemaUrl("newer_ro"))
+      expect(Either.isRight(yield* opening(PostgresEventStore.layer({ url })))).toBe(true)
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.zipRight(
+          sql`INSERT INTO effect_agent_migrations (migration_id, name) VALUES (99, 'future_side_table')`,
+          sql`CREATE TABLE future_side_table (session_id text)`
+        )).pipe(Effect.provide(PgClient.layer({ url, maxConnections: 1 })), Effect.orDie)
+      const opened = yield* opening(PostgresEventStore.layer({ url, readOnly: true }))
+      expectNewer(opened)
+      expect(Either.isLeft(opened) && opened.left).toMatchObject({ operation: "read" })
+      expect(Either.isLeft(opened) && (opened.left as Error).message).toMatch(/upgrade effect-agent to read it/)
+      expect(Either.isLeft(opened) && (opened.left as Error).message).not.toMatch(/corrupt|remove it/)
+    }))
 })

@@ -76,6 +76,37 @@ describe("PostgreSQL opened read-only", () => {
       expect(yield* tablesIn(url)).toBe(0)
     }), 60_000)
 
+  // stores59: a read-only open reads the migrations' table to refuse a newer release's schema; a
+  // role that may not read that table reads the schema as found, as before.
+  it.scoped("a reader role that may not read the migrations' table still lists", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("ro_nomig")
+      const writer = yield* storeOf({ url: Redacted.make(url) })
+      yield* writer.appendAll(waiting)
+      const reader = yield* readerUrl(url)
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`REVOKE SELECT ON effect_agent_migrations FROM ${new URL(reader).username}`)).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
+      )
+      const store = yield* storeOf({ url: Redacted.make(reader), readOnly: true })
+      expect((yield* store.list).map((s) => s.sessionId)).toEqual([waitingId])
+    }), 60_000)
+
+  it.live("the built CLI's read commands on a newer release's database say to upgrade", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("ro_newer_cli")
+      yield* Effect.scoped(Effect.flatMap(storeOf({ url: Redacted.make(url) }), (store) => store.appendAll(waiting)))
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO effect_agent_migrations (migration_id, name) VALUES (99, 'future')`).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
+      )
+      const store = ["--store", "postgres", "--database-url", yield* readerUrl(url)]
+      for (const args of [["sessions"], ["replay", waitingId]]) {
+        const refused = yield* Effect.promise(() => run([...args, ...store]))
+        expect(refused.code, refused.stderr).not.toBe(0)
+        expect(refused.stderr).toMatch(/from a newer effect-agent.*upgrade effect-agent to read it/)
+        expect(refused.stderr).not.toMatch(/corrupt|remove it/)
+      }
+    }), 60_000)
+
   it.live("the built CLI's read commands work as a reader role", () =>
     Effect.gen(function*() {
       const url = yield* freshSchemaUrl("ro_cli")

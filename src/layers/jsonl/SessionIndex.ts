@@ -9,9 +9,11 @@
  *   next listing checks it once more;
  * - `. <id>` after an append made without the writer lock (the port allows them).
  *
- * The index records how far into the journal it has read (and which journal: its inode), and which
- * sessions are being written. So a warm listing costs a directory read, the index and the journal's
- * new lines, plus a `stat` per session written since — never one per log.
+ * The index records how far into the journal it has read (and which journal: the random id of the
+ * header it starts with, see `appendJournal`; its inode number alone named it, and a new journal
+ * given a cleared one's number was read from the old offset), and which sessions are being written.
+ * So a warm listing costs a directory read, the index and the journal's new lines, plus a `stat`
+ * per session written since — never one per log.
  *
  * Logs this version did not write (an older effect-agent, a copy, a hand edit): a log whose name
  * the index does not know is read when it appears in the folder, and a name gone is dropped. A log
@@ -36,7 +38,7 @@
  * @internal
  */
 import { randomBytes } from "node:crypto"
-import { closeSync, constants, fstatSync, open, readdirSync, readSync, renameSync, statSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, linkSync, open, readdirSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -80,7 +82,10 @@ const IndexFile = Schema.Struct({
   // an object keyed by id: a warm listing with nothing new need not sort, and an array of entries of
   // one shape parses about twice as fast as 10,000 keys. A version 4 index's entries are kept as they are.
   version: Schema.Literal(2, 3, 4, 5),
-  journal: Schema.optional(Schema.Struct({ inode: Schema.Number, offset: Schema.Int })),
+  // The journal's `id` (its header's, see `appendJournal`) came later, in version 5 still: an older
+  // effect-agent ignores it and saves an index without it, which costs this one a full check (its
+  // entries kept) — a version bump would cost an older one a rebuild of every entry instead.
+  journal: Schema.optional(Schema.Struct({ inode: Schema.Number, offset: Schema.Int, id: Schema.optional(Schema.String) })),
   writing: Schema.optional(Schema.Array(Schema.String)),
   sessions: Schema.Union(Schema.Object, Schema.Array(Schema.Unknown))
 })
@@ -181,6 +186,8 @@ export type JournalOp = "+" | "-" | "."
 /** What the journal said since the index last read it. */
 interface JournalRead {
   readonly inode: number
+  /** Its header's id (see {@link appendJournal}); none for a journal an older effect-agent made, told by its inode alone. */
+  readonly id?: string | undefined
   /** The end of its last complete line. */
   readonly offset: number
   /** The sessions to check: written since. */
@@ -210,10 +217,67 @@ export const compactJournalAt = 1024 * 1024
 const maxJournalLine = 2 + 128 + 1
 
 /**
- * Reads the journal from `offset` (of the journal `inode`; another one, or one shorter than
+ * A journal's first line, as this version makes it: `#journal <id>`, the id random (16 bytes, hex).
+ * An older effect-agent's reader skips it (its second character is no space).
+ */
+const headerPrefix = "#journal "
+const headerBytes = headerPrefix.length + 32 + 1
+const headerPattern = /^#journal ([0-9a-f]{32})\n$/
+
+/** The id in the header of the open journal `fd` of `size` bytes, if it has one (see {@link appendJournal}). */
+const journalId = (fd: number, size: number): string | undefined =>
+  size < headerBytes ? undefined : headerPattern.exec(LogSeek.readAt(fd, 0, headerBytes).toString("latin1"))?.[1]
+
+/**
+ * Whether the open journal `fd` (its `stat`, its header's `id`) is the one `from` was read from: the
+ * same header id, or, for a journal without one (an older effect-agent made it), the same inode.
+ * The inode alone is no name: ext4, tmpfs and overlayfs give a removed journal's number to the next
+ * file made, and a listing took the writers' new journal for the one it had cleared, read it from the
+ * old offset and skipped the `+ <id>` lines before it (stores59).
+ */
+const isJournalRead = (stat: { readonly ino: number }, id: string | undefined, from: { readonly inode: number; readonly id?: string | undefined }) =>
+  id === undefined ? from.id === undefined && stat.ino === from.inode : id === from.id
+
+/**
+ * Appends `text` (journal lines) to the journal `file` in one `write(2)`, `O_APPEND`. A missing
+ * journal is made with its header (a random id) and `text` in one file under a random name
+ * (`PlainFiles.writeNew`), then linked in under the journal's name, which fails if another writer's
+ * came first (then `text` is appended to that one): a journal always starts with its header, and a
+ * writer never appends before it. Only where the data dir takes no hard link is it made without a
+ * header, by `O_CREAT`, and told by its inode as an older effect-agent's. Like the data dir's other
+ * files it is opened without following a link or blocking on a pipe (see `PlainFiles`).
+ */
+export const appendJournal = (file: string, text: string): void => {
+  // A journal cleared between the failed link and the append is made again: a few rounds at most.
+  for (let round = 0; round < 4; round++) {
+    try {
+      PlainFiles.withRegular(file, constants.O_WRONLY | constants.O_APPEND, (fd) => writeSync(fd, text))
+      return
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
+    }
+    const made = PlainFiles.temporaryBeside(file)
+    try {
+      PlainFiles.writeNew(made, `${headerPrefix}${randomBytes(16).toString("hex")}\n${text}`)
+      linkSync(made, file)
+      return
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") break
+    } finally {
+      rmSync(made, { force: true })
+    }
+  }
+  PlainFiles.appendText(file, text)
+}
+
+/** Where a listing's read of the journal starts: which journal (see {@link isJournalRead}), and how far into it. */
+type JournalFrom = { readonly inode: number; readonly id?: string | undefined; readonly offset: number }
+
+/**
+ * Reads the journal from `offset` (of the journal `from` names; another one, or one shorter than
  * `offset`, is read from its start and reported as such), applying its lines to `writing`.
  */
-export const readJournal = (file: string, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
+export const readJournal = (file: string, from: JournalFrom, writingBefore: ReadonlyArray<string>) => {
   try {
     return PlainFiles.withRegular(file, constants.O_RDONLY, (fd) => readOpenJournal(fd, from, writingBefore))
   } catch (error) {
@@ -223,21 +287,22 @@ export const readJournal = (file: string, from: { readonly inode: number; readon
     const code = (error as NodeJS.ErrnoException).code
     if (code !== "ENOENT" && code !== "ELOOP" && code !== "EINVAL") throw error
     const missing = code === "ENOENT"
-    return { read: { inode: missing ? 0 : -1, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && missing, size: 0 }
+    return { read: { inode: missing ? 0 : -1, id: undefined, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && missing, size: 0 }
   }
 }
 
 /** Reads an open journal (see `readJournal`); at most {@link maxJournalRead} bytes of it. */
-const readOpenJournal = (fd: number, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
+const readOpenJournal = (fd: number, from: JournalFrom, writingBefore: ReadonlyArray<string>) => {
   const stat = fstatSync(fd)
+  const id = journalId(fd, stat.size)
   // Read when there was none (inode 0: missing, or cleared by a listing), a journal holds every line
   // written since, so it continues what was read: from its start, the sessions being written kept.
-  const same = from.inode === 0 && from.offset === 0 || stat.ino === from.inode && stat.size >= from.offset
+  const same = from.inode === 0 && from.offset === 0 || isJournalRead(stat, id, from) && stat.size >= from.offset
   const start = same ? from.offset : 0
   if (stat.size - start > maxJournalRead) {
     // Too much to read: taken as read to its end, as another journal (a full check). The sessions
     // being written are learnt again as their writers let them go (`-`).
-    return { read: { inode: stat.ino, offset: stat.size, changed: new Set<string>(), writing: new Set<string>() }, same: false, size: stat.size }
+    return { read: { inode: stat.ino, id, offset: stat.size, changed: new Set<string>(), writing: new Set<string>() }, same: false, size: stat.size }
   }
   const buffer = Buffer.allocUnsafe(stat.size - start)
   let got = 0
@@ -260,7 +325,7 @@ const readOpenJournal = (fd: number, from: { readonly inode: number; readonly of
     if (op === "+") writing.add(sessionId)
     else if (op === "-") writing.delete(sessionId)
   }
-  return { read: { inode: stat.ino, offset: start + end, changed, writing }, same, size: stat.size }
+  return { read: { inode: stat.ino, id, offset: start + end, changed, writing }, same, size: stat.size }
 }
 
 /**
@@ -285,13 +350,14 @@ export const clearJournal = (file: string, read: JournalRead): { readonly read: 
   }
   try {
     const tail = PlainFiles.withRegular(aside, constants.O_RDONLY, (fd) => {
-      const from = fstatSync(fd).ino === read.inode ? read : { inode: 0, offset: 0 }
+      const stat = fstatSync(fd)
+      const from = isJournalRead(stat, journalId(fd, stat.size), read) ? read : { inode: 0, offset: 0 }
       return readOpenJournal(fd, from, [...read.writing])
     })
-    if (!tail.same) return { read: { ...tail.read, inode: -1, offset: 0 }, same: false }
+    if (!tail.same) return { read: { ...tail.read, inode: -1, id: undefined, offset: 0 }, same: false }
     return { read: { inode: 0, offset: 0, changed: new Set([...read.changed, ...tail.read.changed]), writing: tail.read.writing }, same: true }
   } catch {
-    return { read: { ...read, inode: -1, offset: 0, writing: new Set() }, same: false }
+    return { read: { ...read, inode: -1, id: undefined, offset: 0, writing: new Set() }, same: false }
   } finally {
     try {
       unlinkSync(aside)
@@ -371,7 +437,7 @@ export const make = (options: Options) => {
   const note = (op: JournalOp, sessionId: string): Effect.Effect<void> =>
     Effect.suspend(() => {
       try {
-        PlainFiles.appendText(journalFile, `${op} ${sessionId}\n`)
+        appendJournal(journalFile, `${op} ${sessionId}\n`)
         return Effect.void
       } catch (error) {
         if (journalWarned) return Effect.void
@@ -407,7 +473,7 @@ export const make = (options: Options) => {
   // wrote the index through it (truncating the file it named, then `chmod`ding it 0600).
   const save = (sessions: ReadonlyArray<Entry>, journal: JournalRead) => {
     const temporary = `${indexFile}.${process.pid}.${randomBytes(8).toString("hex")}.tmp`
-    const file = { format: "effect-agent/index", version: indexVersion, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
+    const file = { format: "effect-agent/index", version: indexVersion, journal: { inode: journal.inode, offset: journal.offset, ...(journal.id === undefined ? {} : { id: journal.id }) }, writing: [...journal.writing], sessions }
     return Effect.try({ try: () => PlainFiles.writeNew(temporary, JSON.stringify(file)), catch: (error) => error as Error }).pipe(
       Effect.zipRight(fs.rename(temporary, indexFile)),
       // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
@@ -547,7 +613,7 @@ export const make = (options: Options) => {
     }
     if (writing.size > 0) {
       try {
-        PlainFiles.appendText(journalFile, [...writing].map((sessionId) => `+ ${sessionId}\n`).join(""))
+        appendJournal(journalFile, [...writing].map((sessionId) => `+ ${sessionId}\n`).join(""))
       } catch {
         // As a journal line a writer cannot write: a stale warm listing, never a failed one.
       }
@@ -611,7 +677,8 @@ export const make = (options: Options) => {
     const entries: Array<Entry> = []
     let fresh = false
     const damaged: Array<{ readonly sessionId: string; readonly failure: EventStoreFailure }> = []
-    let changed = index?.version !== indexVersion || previous.size !== ids.length || journal.offset !== index?.journal?.offset || journal.inode !== index.journal.inode
+    let changed = index?.version !== indexVersion || previous.size !== ids.length || journal.offset !== index?.journal?.offset || journal.inode !== index.journal.inode ||
+      journal.id !== index.journal.id
     const unchecked: Array<string> = []
     for (const sessionId of ids) {
       const known = previous.get(sessionId)

@@ -5,10 +5,11 @@
  * including ones this release does not know, a newer release's (a table its appends keep in step, a
  * column its readers expect). Writing to such a schema as this release knows it would leave that
  * table behind the events, or worse; so a store opened for writing reads the highest migration
- * applied and refuses, typed, one past the highest its migrations have. A SQLite store opened
- * read-only is refused the same way (its schema, checked against this release's, would otherwise
- * be taken for one that came with a repository, to remove); a PostgreSQL store opened read-only
- * is read as found.
+ * applied and refuses, typed, one past the highest its migrations have. A store opened read-only
+ * is refused the same way, saying "upgrade … to read it": SQLite's schema, checked against this
+ * release's, would otherwise be taken for one that came with a repository, to remove; PostgreSQL's
+ * was read as found, its newer tables as this release knows them (unless the reading role may not
+ * read the migrations' table: then it still is).
  *
  * @since 0.14.0
  * @internal

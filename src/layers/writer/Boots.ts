@@ -27,7 +27,10 @@
  *   ZFS/Btrfs snapshot clone, `zfs send | recv`, an LVM snapshot, `cp -al`, `rsync --link-dest`)
  *   would, on another host, take the original's live boot as over. A container records nothing.
  *
- * Records are never removed: one small file per boot of the machine (containers record none).
+ * Each host name keeps its newest {@link keptPerHost} records: recording a boot removes that host
+ * name's older ones (the oldest made first). Removing a record never makes a lock dead: a lock of a
+ * boot no longer listed is unknown, as one of a boot before the records were kept — busy until
+ * released by hand. The boot recorded last is never removed, whatever the clock says.
  *
  * What stays: a machine copied with its inodes kept (a VM disk cloned block for block, a snapshot
  * of its root or home file system, a hard-link backup of its home) keeps the records;
@@ -38,7 +41,7 @@
  * @internal
  */
 import { createHash } from "node:crypto"
-import { closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, openSync, readSync, rmSync, statfsSync, writeSync } from "node:fs"
+import { closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readSync, rmSync, statfsSync, writeSync } from "node:fs"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import * as Directories from "../Directories.js"
@@ -77,8 +80,38 @@ export const onLocalFileSystem = (dir: string): boolean => {
 /** Boot ids as the kernel writes them (a UUID): anything else names no record. */
 const bootIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-/** A record's name: the boot id and a hash of the host name (any bytes), so a boot under two names has two. */
-const recordName = (bootId: string, hostname: string) => `${bootId}.${createHash("sha256").update(hostname).digest("hex").slice(0, 16)}`
+/** A record's name's end: a hash of the host name (any bytes), so a boot under two names has two records. */
+const hostSuffix = (hostname: string) => `.${createHash("sha256").update(hostname).digest("hex").slice(0, 16)}`
+
+/** A record's name: the boot id, then {@link hostSuffix}. */
+const recordName = (bootId: string, hostname: string) => `${bootId}${hostSuffix(hostname)}`
+
+/**
+ * The records kept per host name (see the module's comment): a machine rebooted daily reaches it in
+ * four months, and a lock a crash left that long ago is waited on by nobody any more. One small file
+ * each, read by name, never listed except here.
+ */
+export const keptPerHost = 128
+
+/**
+ * Removes `hostname`'s records in `dir` but the newest {@link keptPerHost} (by when each was made, its
+ * modification time), never `kept` (the record just made, whatever the clock says). Only names of
+ * records (a boot id and this host's hash) are removed; anything else in the folder is left alone.
+ */
+const prune = (dir: string, hostname: string, kept: string): void => {
+  const suffix = hostSuffix(hostname)
+  const others: Array<{ readonly name: string; readonly made: number }> = []
+  for (const name of readdirSync(dir)) {
+    if (name === kept || !name.endsWith(suffix) || !bootIdPattern.test(name.slice(0, -suffix.length))) continue
+    try {
+      others.push({ name, made: lstatSync(join(dir, name)).mtimeMs })
+    } catch {
+      // gone meanwhile (another process pruning)
+    }
+  }
+  others.sort((a, b) => b.made - a.made)
+  for (const { name } of others.slice(keptPerHost - 1)) rmSync(join(dir, name), { force: true })
+}
 
 /** Whether `dir` is a folder whose records may count: this user's, real, written by no one else, on a local file system. */
 const trustedFolder = (dir: string): boolean => {
@@ -117,7 +150,8 @@ export const recordedIn = (dir: string, bootId: string, hostname: string): boole
 /**
  * Records in `dir` that this machine runs boot `bootId` under host name `hostname`, unless it is
  * already: made whole under a temporary name, flushed (the record must outlive a power loss that a
- * lock record survives), then linked under its name, and the folder flushed. Best effort: a home
+ * lock record survives), then linked under its name, and the folder flushed; then the host name's
+ * records past the newest {@link keptPerHost} are removed (see `prune`). Best effort: a home
  * that cannot be written records nothing, and a lock of this boot is then never judged after a
  * reboot, as before. Throws nothing.
  */
@@ -148,6 +182,8 @@ export const recordIn = (dir: string, bootId: string, hostname: string): void =>
     } finally {
       closeSync(folderFd)
     }
+    // Once a boot (the record made just now): the host name's older records beyond the bound go.
+    prune(dir, hostname, recordName(bootId, hostname))
   } catch {
     // nothing recorded
   }
