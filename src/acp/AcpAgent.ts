@@ -518,8 +518,12 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running, signal: AbortSignal) =>
       Effect.gen(function*() {
         const { sessionId } = params
+        // A kernel folder (`/proc`, `/sys`, `/dev`, one below them, a link there) is refused as `session/new` refuses it.
+        const given = yield* asStored(params.cwd)
+        const kernel = WorkingDirectory.kernelArea(given)
+        if (kernel !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "InvalidInput", field: "cwd", detail: kernel }))
         const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
-        if (params.cwd !== state.cwd && (yield* asStored(params.cwd)) !== state.cwd) {
+        if (params.cwd !== state.cwd && given !== state.cwd) {
           return yield* Effect.fail(acp.RequestError.invalidParams(
             { errorCode: "cwd_mismatch", field: "cwd" },
             "a session's cwd is fixed when it is created; start a new session for another directory"
