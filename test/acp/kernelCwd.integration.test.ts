@@ -6,7 +6,7 @@
  * built CLI, with the ACP SDK's own client.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { existsSync, symlinkSync } from "node:fs"
+import { existsSync, readdirSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { run } from "../cli/subprocess.js"
@@ -32,7 +32,7 @@ describe("a session's cwd in the kernel's own folders is refused", () => {
       expect(refusal(error), cwd).toEqual({
         code: -32602,
         data: { errorCode: "invalid_input", field: "cwd" },
-        message: expect.stringMatching(/^cwd is in the (kernel's view of (processes \(\/proc\)|devices and drivers \(\/sys\))|machine's devices \(\/dev\)), not a project folder/)
+        message: expect.stringMatching(/^Invalid params: cwd is in the (kernel's view of (processes \(\/proc\)|devices and drivers \(\/sys\))|machine's devices \(\/dev\)), not a project folder/)
       })
     }
     // A project folder is fine; loading it with a kernel folder as its cwd says why, not "cwd mismatch".
@@ -51,6 +51,7 @@ describe("a session's cwd in the kernel's own folders is refused", () => {
     const { code, stderr } = await run(["run", "hello", "--script", p.scriptFile, ...p.storage], { cwd: "/proc" })
     expect(code).toBe(1)
     expect(stderr).toContain("Invalid cwd: is in the kernel's view of processes (/proc), not a project folder")
-    expect(existsSync(join(p.root, "data", "sessions"))).toBe(false)
+    const sessions = join(p.root, "data", "sessions")
+    expect(existsSync(sessions) ? readdirSync(sessions).filter((f) => f.endsWith(".jsonl")) : []).toEqual([])
   })
 })
