@@ -40,7 +40,8 @@ describe("effect-agent rewind (subprocess)", () => {
     // keep.txt's removal was seen by the command's snapshot: whoever removed it while `rm` ran is not known (kernel45).
     expect(rewound.stderr).toContain("changed while a command ran (by it, or by you or another program meanwhile): keep.txt")
     expect(rewound.stderr).not.toContain("meanwhile): a.txt")
-    expect(rewound.stderr).toMatch(new RegExp(`what they held is kept: effect-agent rewind ${sessionId} --to \\d+ brings it back`))
+    // On the store this rewind used: the printed command names its data dir (review58b).
+    expect(rewound.stderr).toMatch(new RegExp(`what they held is kept: effect-agent rewind ${sessionId} --to \\d+ --data-dir ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} brings it back`))
     expect(existsSync(join(cwd, "a.txt"))).toBe(false)
     expect(readFileSync(join(cwd, "keep.txt"), "utf8")).toBe("keep\n")
     const log = await replay(sessionId)
