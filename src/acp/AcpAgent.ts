@@ -454,6 +454,18 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return Effect.succeed(running)
       })
 
+    /**
+     * Who drives the session when another live process does (`SessionBusy`'s holder), else
+     * `undefined` — and then this process holds its writer lock from now on, as resuming it would
+     * take it. The lock is taken by a write that stores nothing (dropping no follow-up).
+     */
+    const drivenElsewhere = (sessionId: string) =>
+      engine.dropFollowUps({ sessionId, queueIds: [] }).pipe(
+        Effect.as(undefined),
+        Effect.catchTag("SessionBusy", (busy) => Effect.succeed(busy.holder)),
+        Effect.mapError(requestErrorOf)
+      )
+
     /** Why the policy asked about a paused call asked again after a load (see `PermissionPolicy.reasonAgain`). */
     const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall) => {
       const take = sessionModes?.takeAskReason
@@ -540,8 +552,15 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           replay(client, sessionId, state.cwd, policy, signal),
           () => acp.RequestError.internalError(undefined, Pending.expectedShape)
         )
+        // Another live process drives the session: its turn waits on the question it asked its own
+        // client. This one is not asked (its answer could not reach that turn, and was dropped); each
+        // call's card says where the question is.
+        const elsewhere = pending.length > 0 && !running.cancelled ? yield* drivenElsewhere(sessionId) : undefined
+        if (elsewhere !== undefined) {
+          for (const call of pending) yield* send(client, sessionId, AcpMapper.askedElsewhereOf(sessionId, session.cwd, call, elsewhere))
+        }
         // A session/cancel during the load closed the paused turn: nothing is left to ask.
-        if (pending.length > 0 && !running.cancelled) {
+        if (pending.length > 0 && !running.cancelled && elsewhere === undefined) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
           // background: the client may take its time, and the paused turn goes on from the answers.
           // The load's hold becomes the turn's claim in one step: no prompt gets in between.
