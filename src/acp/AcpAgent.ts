@@ -63,6 +63,11 @@ export interface Options {
    * (and the agent advertises no HTTP MCP support).
    */
   readonly sessionServers?: ((cwd: string, servers: McpConfig.Servers) => Effect.Effect<PendingServers, { readonly message: string }>) | undefined
+  /**
+   * Stops the MCP servers `sessionServers` bound to a session, when the client closes it
+   * (`session/close`). Without it, a closed session's servers run until the agent exits.
+   */
+  readonly releaseServers?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
 
 /** A session's MCP servers started before they are the session's (see `sessionServers`). */
@@ -422,7 +427,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           loadSession: true,
           mcpCapabilities: { http: options.sessionServers !== undefined, sse: false },
           promptCapabilities: { image: true, audio: false, embeddedContext: true },
-          sessionCapabilities: { list: {} }
+          sessionCapabilities: { list: {}, close: {} }
         },
         agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? version },
         authMethods: []
@@ -627,6 +632,24 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return yield* promptResponse(session, running, completed)
       })
 
+    /**
+     * `session/close`: its work stops as `session/cancel` stops it (a running turn, or a load's
+     * paused turn, is cancelled and waited for; the prompt answers `cancelled`), then what the
+     * connection holds for it is let go — its MCP servers (`releaseServers`), its mode and rules.
+     * The log stays: `session/load` opens it again. A session not open here is `-32002`.
+     */
+    const closeSession = (params: acp.CloseSessionRequest) =>
+      Effect.gen(function*() {
+        const session = yield* served(params.sessionId)
+        const running = session.running ?? loading.get(session.sessionId)
+        if (running !== undefined) yield* cancel(session, running)
+        if (sessions.get(session.sessionId) === session) sessions.delete(session.sessionId)
+        if (options.releaseServers !== undefined) yield* options.releaseServers(session.sessionId)
+        if (sessionModes?.forget !== undefined) yield* sessionModes.forget(session.sessionId)
+        endOfInput.check()
+        return {} satisfies acp.CloseSessionResponse
+      })
+
     const setMode = (params: acp.SetSessionModeRequest) =>
       Effect.gen(function*() {
         yield* served(params.sessionId)
@@ -658,6 +681,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       .onRequest(acp.methods.agent.session.load, ({ client, params, requestId, signal }) => handle(loadSession(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.prompt, ({ client, params, requestId, signal }) => handle(prompt(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => handle(setMode(params)))
+      .onRequest(acp.methods.agent.session.close, ({ params }) => handle(closeSession(params)))
       .onRequest(acp.methods.agent.session.list, ({ params }) => handle(listSessions(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => handle(cancelNotified(params.sessionId)))
 
