@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import { grouped } from "./Plural.js"
 
 /** Estimated tokens of a text. */
 export const estimate = (text: string): number => (text.length === 0 ? 0 : Math.ceil(text.length / 4))
@@ -29,7 +30,7 @@ export const addCounts = (a: number, b: number): number => Math.min(Number.MAX_S
 export const overWindow = (message: string, maxContextTokens: number): string | undefined => {
   const tokens = estimate(message)
   if (tokens <= maxContextTokens) return undefined
-  return `is about ${tokens.toLocaleString("en-US")} tokens (${message.length.toLocaleString("en-US")} characters), more than the model's whole context window ` +
-    `(${maxContextTokens.toLocaleString("en-US")} tokens): it could never be sent, and would end every later turn of the session context_overflow; ` +
+  return `is about ${grouped(tokens)} tokens (${grouped(message.length)} characters), more than the model's whole context window ` +
+    `(${grouped(maxContextTokens)} tokens): it could never be sent, and would end every later turn of the session context_overflow; ` +
     "nothing was stored — send a shorter message (a long text can go in a file the agent reads)"
 }
