@@ -63,6 +63,11 @@ export interface Options {
    * (and the agent advertises no HTTP MCP support).
    */
   readonly sessionServers?: ((cwd: string, servers: McpConfig.Servers) => Effect.Effect<PendingServers, { readonly message: string }>) | undefined
+  /**
+   * Stops the MCP servers `sessionServers` bound to a session, when the client closes it
+   * (`session/close`). Without it, a closed session's servers run until the agent exits.
+   */
+  readonly releaseServers?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
 
 /** A session's MCP servers started before they are the session's (see `sessionServers`). */
@@ -422,7 +427,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           loadSession: true,
           mcpCapabilities: { http: options.sessionServers !== undefined, sse: false },
           promptCapabilities: { image: true, audio: false, embeddedContext: true },
-          sessionCapabilities: { list: {} }
+          sessionCapabilities: { list: {}, close: {} }
         },
         agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? version },
         authMethods: []
@@ -453,6 +458,18 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         loading.set(sessionId, running)
         return Effect.succeed(running)
       })
+
+    /**
+     * Who drives the session when another live process does (`SessionBusy`'s holder), else
+     * `undefined` — and then this process holds its writer lock from now on, as resuming it would
+     * take it. The lock is taken by a write that stores nothing (dropping no follow-up).
+     */
+    const drivenElsewhere = (sessionId: string) =>
+      engine.dropFollowUps({ sessionId, queueIds: [] }).pipe(
+        Effect.as(undefined),
+        Effect.catchTag("SessionBusy", (busy) => Effect.succeed(busy.holder)),
+        Effect.mapError(requestErrorOf)
+      )
 
     /** Why the policy asked about a paused call asked again after a load (see `PermissionPolicy.reasonAgain`). */
     const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall) => {
@@ -518,8 +535,12 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running, signal: AbortSignal) =>
       Effect.gen(function*() {
         const { sessionId } = params
+        // A kernel folder (`/proc`, `/sys`, `/dev`, one below them, a link there) is refused as `session/new` refuses it.
+        const given = yield* asStored(params.cwd)
+        const kernel = WorkingDirectory.kernelArea(given)
+        if (kernel !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "InvalidInput", field: "cwd", detail: kernel }))
         const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
-        if (params.cwd !== state.cwd && (yield* asStored(params.cwd)) !== state.cwd) {
+        if (params.cwd !== state.cwd && given !== state.cwd) {
           return yield* Effect.fail(acp.RequestError.invalidParams(
             { errorCode: "cwd_mismatch", field: "cwd" },
             "a session's cwd is fixed when it is created; start a new session for another directory"
@@ -536,8 +557,15 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           replay(client, sessionId, state.cwd, policy, signal),
           () => acp.RequestError.internalError(undefined, Pending.expectedShape)
         )
+        // Another live process drives the session: its turn waits on the question it asked its own
+        // client. This one is not asked (its answer could not reach that turn, and was dropped); each
+        // call's card says where the question is.
+        const elsewhere = pending.length > 0 && !running.cancelled ? yield* drivenElsewhere(sessionId) : undefined
+        if (elsewhere !== undefined) {
+          for (const call of pending) yield* send(client, sessionId, AcpMapper.askedElsewhereOf(sessionId, session.cwd, call, elsewhere))
+        }
         // A session/cancel during the load closed the paused turn: nothing is left to ask.
-        if (pending.length > 0 && !running.cancelled) {
+        if (pending.length > 0 && !running.cancelled && elsewhere === undefined) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
           // background: the client may take its time, and the paused turn goes on from the answers.
           // The load's hold becomes the turn's claim in one step: no prompt gets in between.
@@ -604,6 +632,24 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return yield* promptResponse(session, running, completed)
       })
 
+    /**
+     * `session/close`: its work stops as `session/cancel` stops it (a running turn, or a load's
+     * paused turn, is cancelled and waited for; the prompt answers `cancelled`), then what the
+     * connection holds for it is let go — its MCP servers (`releaseServers`), its mode and rules.
+     * The log stays: `session/load` opens it again. A session not open here is `-32002`.
+     */
+    const closeSession = (params: acp.CloseSessionRequest) =>
+      Effect.gen(function*() {
+        const session = yield* served(params.sessionId)
+        const running = session.running ?? loading.get(session.sessionId)
+        if (running !== undefined) yield* cancel(session, running)
+        if (sessions.get(session.sessionId) === session) sessions.delete(session.sessionId)
+        if (options.releaseServers !== undefined) yield* options.releaseServers(session.sessionId)
+        if (sessionModes?.forget !== undefined) yield* sessionModes.forget(session.sessionId)
+        endOfInput.check()
+        return {} satisfies acp.CloseSessionResponse
+      })
+
     const setMode = (params: acp.SetSessionModeRequest) =>
       Effect.gen(function*() {
         yield* served(params.sessionId)
@@ -635,6 +681,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       .onRequest(acp.methods.agent.session.load, ({ client, params, requestId, signal }) => handle(loadSession(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.prompt, ({ client, params, requestId, signal }) => handle(prompt(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => handle(setMode(params)))
+      .onRequest(acp.methods.agent.session.close, ({ params }) => handle(closeSession(params)))
       .onRequest(acp.methods.agent.session.list, ({ params }) => handle(listSessions(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => handle(cancelNotified(params.sessionId)))
 

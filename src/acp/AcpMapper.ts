@@ -491,6 +491,29 @@ export const permissionRequestOf = (
 }
 
 /**
+ * What a loaded session shows for a paused call whose question another live process asked (it drives
+ * the session: `holder`, as `SessionBusy` names it) — instead of asking this client, whose answer
+ * could not reach that process's turn. The call's card (a subagent's, not in the replay, is shown
+ * new) stays pending, its content ending with where to answer.
+ */
+export const askedElsewhereOf = (
+  sessionId: string,
+  cwd: string,
+  call: Parameters<typeof permissionRequestOf>[2],
+  holder: string
+): acp.SessionUpdate => {
+  const { toolCall } = permissionRequestOf(sessionId, cwd, call)
+  const note = toolContent(
+    `Waiting for an answer in another process: this session is driven by ${holder}, and the question was asked there — answer it in that ` +
+      "editor or terminal. It is not asked here: an answer here could not reach that turn. Once that process has ended, load the session again to answer here."
+  )
+  const content = [...(toolCall.content ?? []), ...note]
+  return call.askedBy === undefined
+    ? { sessionUpdate: "tool_call_update", toolCallId: toolCall.toolCallId, status: "pending", content }
+    : { sessionUpdate: "tool_call", ...toolCallOf(cwd, call), title: toolCall.title ?? call.tool, status: "pending", content }
+}
+
+/**
  * The permission request for a subagent's call (`subagent.asked`): the subagent's call, its title
  * labelled with the subagent's task and session. The answer goes to the subagent's session.
  */

@@ -45,6 +45,8 @@ export declare namespace SessionModes {
     readonly set: (sessionId: string, mode: PermissionPolicy.Mode) => Effect.Effect<void>
     /** Sets the session's policy when it is opened: its mode (else `initial`) and its own rules. */
     readonly configure: (sessionId: string, policy: SessionPolicy) => Effect.Effect<void>
+    /** Forgets a session's mode and rules (`session/close`); a later load configures it again. */
+    readonly forget?: ((sessionId: string) => Effect.Effect<void>) | undefined
     /**
      * Why the policy asked about a call, when a rule of the user's did not cover it, taken once by
      * the permission request that asks it (the events keep only the ask). Absent in a table of an
@@ -93,6 +95,13 @@ export const make = (options: Options = {}) =>
       get: (sessionId) => Effect.map(entry(sessionId), (e) => e.mode),
       set: (sessionId, mode) => put(sessionId, (current) => ({ ...current, mode })),
       configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [], protectedPaths: policy.protectedPaths })),
+      forget: (sessionId) =>
+        Ref.update(table, (entries) => {
+          if (!entries.has(sessionId)) return entries
+          const next = new Map(entries)
+          next.delete(sessionId)
+          return next
+        }),
       takeAskReason: reasons.take,
       takeAsk: reasons.takeAsk
     }

@@ -89,7 +89,7 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
     const sessionServers = (cwd: string, servers: McpConfig.Servers) =>
       mcp.startForSession(cwd, servers, { env: user?.env ?? {}, userEnv: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeServices.layer))
     let inputError: unknown
-    yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
+    yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers, releaseServers: mcp.releaseSession }).pipe(Effect.provide(engine))
     // The connection ended because of what the client sent, not because it closed: exit 1, saying why.
     if (inputError !== undefined) return yield* new CliError({ reason: "invalid_input", message: `acp: ${AcpAgent.inputErrorMessage(inputError)}` })
   }).pipe(Effect.scoped)

@@ -21,7 +21,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, Plural, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
+import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, Plural, type SessionBusy, SessionEngine, type SessionNotFound, Tokens } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
@@ -154,7 +154,12 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
 /** The chat loop on an engine whose policy is configured, reading from `input` (stdin unless a test scripts it). */
 export const chat = (
   engine: SessionEngine.SessionEngine.Service,
-  options: { readonly sessionId: string | undefined; readonly cwd: string },
+  options: {
+    readonly sessionId: string | undefined
+    readonly cwd: string
+    /** The model's window: a message it could never hold is refused before anything is stored (a session included). */
+    readonly maxContextTokens?: number | undefined
+  },
   input: Effect.Effect<Terminal, never, Scope.Scope> = terminal,
   policy?: Policy.Questions
 ) =>
@@ -468,6 +473,13 @@ export const chat = (
           if (!running()) term.prompt(idlePrompt, "idle")
           return false
         }
+        // A message the model's window could never hold: said, and nothing sent nor stored (the session as it was, or none made).
+        const over = options.maxContextTokens === undefined ? undefined : Tokens.overWindow(text, options.maxContextTokens)
+        if (over !== undefined) {
+          note(`effect-agent: the message ${over}`)
+          if (!running()) term.prompt(idlePrompt, "idle")
+          return false
+        }
         if (text.startsWith(followUpPrefix)) {
           const message = text.slice(followUpPrefix.length).trim()
           if (message === "") note(`[usage: ${followUpPrefix} <message>]`)
@@ -511,5 +523,6 @@ export const handler = ({ allow, continue: continueLast, deny, mcpConfig, mode, 
       return yield* new CliError({ reason: "invalid_arguments", message: "--session, --continue and --resume each choose the session: give one" })
     }
     const sessionId = continueLast || resume ? yield* Resume.pick(options, continueLast ? "continue" : "resume") : Option.getOrUndefined(session)
-    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd, policy) => chat(engine, { sessionId, cwd }, terminal, policy))
+    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd, policy, model) =>
+      chat(engine, { sessionId, cwd, maxContextTokens: model.maxContextTokens }, terminal, policy))
   })

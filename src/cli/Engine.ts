@@ -11,7 +11,7 @@ import {
   FakeModelProvider,
   IdGenerator,
   InvalidInput,
-  type ModelProvider,
+  ModelProvider,
   PermissionEngine,
   PermissionPolicy,
   PreImages,
@@ -92,7 +92,8 @@ export const engineLayer = <E, R>(
   SessionEngine.layer(engineOptions).pipe(
     // Workspace checkpoints: the files tool calls change are kept in the store's blob area, so a rewind restores them.
     Layer.provide(PreImages.layer().pipe(Layer.provideMerge(FlagLayers.storeLayer(storage)))),
-    Layer.provide(model),
+    // Beside the engine too: `run` and `chat` refuse a message the model's window could never hold before a session is made.
+    Layer.provideMerge(model),
     Layer.provide(IdGenerator.layer),
     // Beside the engine too: `chat` decides a paused call again, for the reason of its ask (PermissionPolicy.reasonAgain).
     Layer.provideMerge(toolsOf(tools, mcp, web, subagents)),
@@ -157,7 +158,7 @@ export const withDrivingEngine = <A, E, R>(
   options: Flags.Storage & Models.Choice & Flags.Subagents & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
-  body: (engine: SessionEngine.SessionEngine.Service, cwd: string, policy: Policy.Questions) => Effect.Effect<A, E, R>
+  body: (engine: SessionEngine.SessionEngine.Service, cwd: string, policy: Policy.Questions, model: ModelProvider.Capabilities) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
     if (sessionId !== undefined) yield* FlagLayers.requireStarted(options, sessionId).pipe(Effect.provide(NodeServices.layer))
@@ -179,6 +180,7 @@ export const withDrivingEngine = <A, E, R>(
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env, userEnv })
       yield* notice
       const again = { tools: yield* ToolRouter.ToolRouter, permissions: yield* PermissionEngine.PermissionEngine, take: policy.takeAskReason }
-      return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again })
+      const { capabilities } = yield* ModelProvider.ModelProvider
+      return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again }, capabilities)
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, engineOptions, options.subagents === true)))
   })

@@ -99,6 +99,20 @@ export interface Storage {
   readonly databaseUrl?: Option.Option<Redacted.Redacted>
 }
 
+/**
+ * The storage flags of a command printed for the user to run again on the same store (`rewind`'s
+ * "brings it back"), as a POSIX shell reads them: `flags` to put after the command — `--data-dir`
+ * unless it is the default, `--store` unless it is `jsonl` — and `after`, what to say after the
+ * command. A database URL holds a password and is never printed: `after` asks for the same one.
+ */
+export const storageFlags = ({ dataDir, store }: Storage): { readonly flags: string; readonly after: string } => ({
+  flags: `${dataDir === defaultDataDir ? "" : ` --data-dir ${shellWord(dataDir)}`}${store === "jsonl" ? "" : ` --store ${store}`}`,
+  after: store === "postgres" ? " (with the same --database-url or EFFECT_AGENT_DATABASE_URL)" : ""
+})
+
+/** A word as a POSIX shell reads it back: as it is when it is plain, else in single quotes. */
+const shellWord = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+
 /** Where the options' sessions are, for messages: the data dir or database file, never a database URL. */
 export const storeName = ({ dataDir, store }: Storage): string =>
   store === "postgres" ? "the PostgreSQL database" : store === "sqlite" ? `${dataDir}/effect-agent.sqlite` : dataDir

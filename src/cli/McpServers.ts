@@ -51,6 +51,8 @@ export interface Configurable {
    * any configured server: their recorded tools and answers, and no process started.
    */
   readonly useRecorded: (recording: McpCassette.Recording, options?: StartOptions) => Effect.Effect<void>
+  /** Stops a session's own servers (ACP `session/close`): its tools are then the shared ones again. */
+  readonly releaseSession: (sessionId: string) => Effect.Effect<void>
   /** Whether a session has servers of its own in this process. */
   readonly hasSession: (sessionId: string) => boolean
   /** The same for one session, with the servers its client named (they win over the files'). */
@@ -153,6 +155,12 @@ export const configurable = (): Configurable => {
         if (base === undefined) return
         shared = McpCassette.router(recording, base)
         yield* Console.error(`${options.prefix ?? "effect-agent:"} MCP servers answered from the script's recording (${Object.keys(recording).join(", ")}); no server is started.`)
+      }),
+    releaseSession: (sessionId) =>
+      Effect.suspend(() => {
+        const own = perSession.get(sessionId)
+        perSession.delete(sessionId)
+        return own === undefined ? Effect.void : Scope.close(own.scope, Exit.void)
       }),
     hasSession: (sessionId) => perSession.has(sessionId),
     configureSession: (sessionId, cwd, servers, options = {}) => Effect.flatMap(startForSession(cwd, servers, options), (pending) => pending.bind(sessionId)),

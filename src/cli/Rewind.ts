@@ -16,6 +16,7 @@ import { CliError } from "./CliError.js"
 import { storeOnlyEngineLayer } from "./Engine.js"
 import type { Input } from "./commands/Rewind.js"
 import * as ExitCode from "./ExitCode.js"
+import * as Flags from "./Flags.js"
 import * as Render from "./Render.js"
 
 /** What a rewind did to a file: its change's `before` is what the rewind found, `after` what it left. */
@@ -24,6 +25,9 @@ const marks = (change: { readonly before?: unknown; readonly after?: unknown }) 
 /** `rewind`. */
 export const handler = ({ force, sessionId, to, ...storage }: Input) =>
   Effect.gen(function*() {
+    // A command printed to run next works as printed: on the store this one used (never its database URL).
+    const again = Flags.storageFlags(storage)
+    const rewindTo = (sequence: number, more = "") => Render.terminalSafe(`effect-agent rewind ${sessionId} --to ${sequence}${more}${again.flags}`)
     const engine = yield* SessionEngine.SessionEngine
     const rewound = yield* engine.rewindSession({ sessionId, toSequence: to, force }).pipe(
       Effect.tapErrorTag("RewindRefused", (refused) =>
@@ -32,7 +36,7 @@ export const handler = ({ force, sessionId, to, ...storage }: Input) =>
             [
               "effect-agent rewind: these files were changed outside the agent since it last wrote them:",
               ...(refused.files ?? []).map((f) => `  ${Render.terminalSafe(f)}`),
-              `nothing was changed; to overwrite them: effect-agent rewind ${sessionId} --to ${to} --force`
+              `nothing was changed; to overwrite them: ${rewindTo(to, " --force")}${again.after}`
             ].join("\n")
           )
           : Effect.void),
@@ -54,6 +58,6 @@ export const handler = ({ force, sessionId, to, ...storage }: Input) =>
     // Whoever wrote these while the command ran is not known: a save of yours then was undone too; it is kept.
     for (const path of rewound.observed) yield* Console.error(`  changed while a command ran (by it, or by you or another program meanwhile): ${Render.terminalSafe(path)}`)
     if (rewound.observed.length > 0) {
-      yield* Console.error(`  what they held is kept: effect-agent rewind ${sessionId} --to ${rewound.sequence - 1} brings it back`)
+      yield* Console.error(`  what they held is kept: ${rewindTo(rewound.sequence - 1)} brings it back${again.after}`)
     }
   }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // A rewind calls no model.

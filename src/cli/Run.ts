@@ -8,7 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, PermissionPolicy, type SessionBusy, type SessionEngine } from "../index.js"
+import { type AgentEvent, PermissionPolicy, type SessionBusy, type SessionEngine, Tokens } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { CliError } from "./CliError.js"
 import type { AnswerInput, RunInput } from "./commands/Run.js"
@@ -94,8 +94,11 @@ export const run = ({ allow, deny, followUp, image, mcpConfig, message, mode, se
         message: fromStdin ? "the message on stdin is empty" : "the message is empty: give it as the argument, or - to read it from stdin"
       })
     }
-    yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd, policy) =>
+    yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd, policy, model) =>
       Effect.gen(function*() {
+        // One the model's window could never hold is refused before a session is made (the engine would refuse it after).
+        const over = Tokens.overWindow(userMessage, model.maxContextTokens)
+        if (over !== undefined) return yield* new CliError({ reason: "invalid_arguments", message: `the message ${over}` })
         const sessionId = Option.isSome(session)
           ? session.value
           : (yield* engine.createSession({ cwd, client: "cli" })).sessionId

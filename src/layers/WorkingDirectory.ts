@@ -35,10 +35,29 @@ const why = (error: unknown): string => {
   }
 }
 
+/** The kernel's own file systems, mounted at these folders (Linux; `/dev` elsewhere too): never a project. */
+const kernelAreas: ReadonlyArray<readonly [string, string]> = [
+  ["/proc", "the kernel's view of processes (/proc)"],
+  ["/sys", "the kernel's view of devices and drivers (/sys)"],
+  ["/dev", "the machine's devices (/dev)"]
+]
+
+/**
+ * Why a real path (links resolved) cannot be a session's workspace because it is in one of the
+ * kernel's own folders — `/proc`, `/sys`, `/dev` or a folder below one — or `undefined`. Such a
+ * folder holds no project: its files are the processes' memory and environment, devices, kernel
+ * switches; a session there made every one of them a file "inside the workspace" (in `acceptEdits`,
+ * a write to `/proc/sys/…` or `/dev/sda` an edit like any other).
+ */
+export const kernelArea = (real: string): string | undefined => {
+  const area = kernelAreas.find(([folder]) => real === folder || real.startsWith(`${folder}/`))
+  return area === undefined ? undefined : `is in ${area[1]}, not a project folder: every file there would be inside the session's workspace; choose a project folder`
+}
+
 /**
  * The real path of an existing directory, or `InvalidInput {field: "cwd"}` saying why not: not
- * absolute, missing, not a directory, not reachable, the file system's root (reached through a link
- * or `..` too).
+ * absolute, missing, not a directory, not reachable, the file system's root, or `/proc`, `/sys`,
+ * `/dev` or a folder below one ({@link kernelArea}) — reached through a link or `..` too.
  */
 export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: string) {
   if (cwd.trim() === "") return yield* invalid("must not be empty")
@@ -54,5 +73,7 @@ export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: 
   if (parse(real).root === real) {
     return yield* invalid("is the root of the file system: every file of the machine would be inside the session's workspace; choose a project folder")
   }
+  const kernel = kernelArea(real)
+  if (kernel !== undefined) return yield* invalid(kernel)
   return real
 })

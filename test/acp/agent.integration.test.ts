@@ -48,7 +48,7 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     expect(init.agentCapabilities).toMatchObject({
       loadSession: true,
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
-      sessionCapabilities: { list: {} }
+      sessionCapabilities: { list: {}, close: {} }
     })
     const session = await newSession(agent, cwd)
     expect(session.modes?.currentModeId).toBe("default")

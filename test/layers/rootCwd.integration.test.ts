@@ -28,4 +28,18 @@ describe("a session's cwd at the file system's root is refused", () => {
       }
       expect(yield* WorkingDirectory.canonical(root)).toBe(root)
     }))
+
+  it.effect("/proc, /sys, /dev, a folder below one and a link there fail InvalidInput {field: cwd} naming the kernel's folder", () =>
+    Effect.gen(function*() {
+      NodeFs.symlinkSync("/proc", NodePath.join(root, "to-proc"))
+      const kernel = ["/proc", "/proc/self", "/proc/self/fd", "/dev", NodePath.join(root, "to-proc"), ...["/dev/shm", "/sys", "/sys/kernel"].filter((dir) => NodeFs.existsSync(dir))]
+      for (const cwd of kernel) {
+        const refused = yield* Effect.flip(WorkingDirectory.canonical(cwd))
+        expect(refused, cwd).toMatchObject({ _tag: "InvalidInput", field: "cwd", detail: expect.stringMatching(/^is in the .*\((\/proc|\/sys|\/dev)\), not a project folder/) })
+      }
+      // A link inside /proc to a real folder (a process's cwd) is that folder; a name that only begins like one is not in it.
+      expect(yield* WorkingDirectory.canonical("/proc/self/cwd")).toBe(NodeFs.realpathSync(process.cwd()))
+      expect(WorkingDirectory.kernelArea("/devices")).toBeUndefined()
+      expect(WorkingDirectory.kernelArea("/home/u/proc")).toBeUndefined()
+    }))
 })
