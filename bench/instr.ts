@@ -16,6 +16,8 @@
  *   sdk <turns> <deltas>      the same, through the Anthropic SDK from `bench/vendor.ts` in a child
  *                             process (`BENCH_VENDOR_PACE_MS`: row 24 with 1) — for `node --cpu-prof`
  */
+import { spawn } from "node:child_process"
+import { once } from "node:events"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -73,8 +75,6 @@ if (mode === "steps") {
 } else if (mode === "sdk") {
   const AnthropicModelProvider = await import("../src/layers/AnthropicModelProvider.js")
   const Redacted = await import("effect/Redacted")
-  const { spawn } = await import("node:child_process")
-  const { once } = await import("node:events")
   // From the worktree's root (this file runs bundled from elsewhere), as `rows/sdkTurn.ts`'s `startVendor` starts it.
   const child = spawn(process.execPath, ["--import", "tsx", "bench/vendor.ts"], {
     stdio: ["ignore", "pipe", "inherit"],

@@ -118,6 +118,23 @@ const pacedAfterFirst = (
 /** A window nothing in these tests waits out: whatever ends a later batch's gathering is something else. */
 const longWindow: SessionEngine.Options = { commitWindow: "1 hour" }
 
+/**
+ * One turn of `n` deltas, the first alone and the rest paced once it is stored, then `end`, with a
+ * window nothing waits out: its events, the log, and the deltas of each append.
+ */
+const pacedTurn = (n: number, end: Stream.Stream<ModelProvider.ModelChunk, ProviderFailure>) =>
+  Effect.gen(function*() {
+    const watched = yield* watchedStore(false)
+    const texts = deltas(n)
+    return yield* Effect.gen(function*() {
+      const engine = yield* SessionEngine.SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
+      const stored = yield* collect(engine.replaySession({ sessionId }))
+      return { batches: watched.deltaBatches, events, stored, texts }
+    }).pipe(Effect.provide(engineOn(watched.layer, pacedAfterFirst(texts, watched.stored, end), longWindow)))
+  })
+
 describe("group commit of a response", () => {
   it.effect("the first delta of a response is stored without the clock moving, and a later one once it arrives, the commit window on no clock", () =>
     Effect.gen(function*() {
@@ -240,51 +257,29 @@ describe("group commit of a response", () => {
 
   it.effect("a paced response is a few commits, not one a delta: the first at once, the rest when the stream ends, not when the window does", () =>
     Effect.gen(function*() {
-      const watched = yield* watchedStore(false)
-      const texts = deltas(100)
-      const model = pacedAfterFirst(texts, watched.stored, Stream.make(ModelProvider.finish("stop")))
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        // The second delta is produced only once the first is stored: a first delta held for the window never would be.
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
-        expect(watched.deltaBatches).toEqual([texts.slice(0, 1), texts.slice(1)])
-        expect(events.filter((e) => e.type === "model.delta")).toHaveLength(100)
-        const stored = yield* collect(engine.replaySession({ sessionId }))
-        expect(stored.slice(1)).toEqual(events)
-        expectWellFormedLog(stored)
-      }).pipe(Effect.provide(engineOn(watched.layer, model, longWindow)))
+      // The second delta is produced only once the first is stored: a first delta held for the window never would be.
+      const { batches, events, stored, texts } = yield* pacedTurn(100, Stream.make(ModelProvider.finish("stop")))
+      expect(batches).toEqual([texts.slice(0, 1), texts.slice(1)])
+      expect(events.filter((e) => e.type === "model.delta")).toHaveLength(100)
+      expect(stored.slice(1)).toEqual(events)
+      expectWellFormedLog(stored)
     }))
 
   it.effect("a later batch is committed once enough pieces wait, well before the response's buffer is full", () =>
     Effect.gen(function*() {
-      const watched = yield* watchedStore(false)
-      const texts = deltas(3000)
-      const model = pacedAfterFirst(texts, watched.stored, Stream.make(ModelProvider.finish("stop")))
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(Stream.runDrain)
-        expect(watched.deltaBatches.flat()).toEqual(texts)
-        expect(watched.deltaBatches.length).toBeGreaterThanOrEqual(3)
-        expect(watched.deltaBatches.length).toBeLessThanOrEqual(6)
-        expect(Math.max(...watched.deltaBatches.map((b) => b.length))).toBeLessThanOrEqual(2048)
-      }).pipe(Effect.provide(engineOn(watched.layer, model, longWindow)))
+      const { batches, texts } = yield* pacedTurn(3000, Stream.make(ModelProvider.finish("stop")))
+      expect(batches.flat()).toEqual(texts)
+      expect(batches.length).toBeGreaterThanOrEqual(3)
+      expect(batches.length).toBeLessThanOrEqual(6)
+      expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(2048)
     }))
 
   it.effect("a stream that fails during the window ends the response at once, what came before it stored", () =>
     Effect.gen(function*() {
-      const watched = yield* watchedStore(false)
-      const texts = deltas(20)
-      const model = pacedAfterFirst(texts, watched.stored, Stream.fail(ProviderFailure.of("server", "the vendor went away")))
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
-        expect(watched.deltaBatches).toEqual([texts.slice(0, 1), texts.slice(1)])
-        expect(events.at(-1)!.type).toBe("turn.completed")
-        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "server" })
-      }).pipe(Effect.provide(engineOn(watched.layer, model, longWindow)))
+      const { batches, events, texts } = yield* pacedTurn(20, Stream.fail(ProviderFailure.of("server", "the vendor went away")))
+      expect(batches).toEqual([texts.slice(0, 1), texts.slice(1)])
+      expect(events.at(-1)!.type).toBe("turn.completed")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "server" })
     }))
 
   it.effect("a cancel during the window ends the turn at once, and what waited for the window is not stored", () =>
