@@ -166,13 +166,19 @@ export const floorTurn = (deltas: number): { readonly model: Effect.Effect<numbe
  * - `sdk`: what the SDK adapters hand the engine — an async iterator yielding one delta per `next()`
  *   (as an SDK yields one event per SSE message, and as pi-agent-core's faux provider yields one
  *   delta a microtask), read by the adapters' own `fromSdk`, which hands over what arrived by the
- *   event loop's next turn as one chunk.
+ *   event loop's next turn as one chunk;
+ * - `paced`: the same through `fromSdk`, each delta after a Node timer of `ROW21_PACE_MS` (default 1)
+ *   — a vendor pacing its SSE events, one per socket read (row 24's stream without the HTTP and the SDK).
  */
 export const row21Response = (chunks: ReadonlyArray<ModelProvider.ModelChunk>, source: string | undefined): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> => {
   const finish = ModelProvider.finish("stop")
-  if (source !== "sdk") return Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(finish))
+  if (source !== "sdk" && source !== "paced") return Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(finish))
+  const paceMs = Number(process.env.ROW21_PACE_MS ?? 1)
   async function* events() {
-    for (const chunk of chunks) yield chunk
+    for (const chunk of chunks) {
+      if (source === "paced") await new Promise((resolve) => setTimeout(resolve, paceMs))
+      yield chunk
+    }
     yield finish
   }
   return fromSdk({

@@ -10,13 +10,16 @@
  *   node --import tsx bench/ops.ts fibers [deltas=100]   (one of row 21's turns, fiber by fiber)
  *   node --import tsx bench/ops.ts floor [deltas=100]    (the same without the engine: `bench/child.ts effect-floor`)
  *   node --import tsx bench/ops.ts steps [steps=20]      (a `read_file` step's ops by kind; `OPS_KINDS=sites` by function)
+ *   node --import tsx bench/ops.ts perDelta [deltas=1000] (row 1's turn: ops a delta, one per chunk, and the store's appends)
+ *   node --import tsx bench/ops.ts paced [deltas=500]     (row 24's stream without HTTP: `fromSdk`, a delta every
+ *                                                          `ROW21_PACE_MS` ms; ops a delta and appends — timer-paced, so not exact)
  */
 import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
-import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
-import { count, deltaTexts, floorTurn, scratch, toolSession } from "./engine.js"
+import { type AgentEvent, EventStore, FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
+import { count, deltaTexts, floorTurn, row21Response, scratch, toolSession } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
@@ -290,7 +293,50 @@ const stepKinds = async (steps: number) => {
   }
 }
 
+/**
+ * One turn of D deltas from `row21Response(source)` (row 1's `standIn`, or `paced`), on a warm engine
+ * over the memory store: Effect ops a delta (a turn of D against one of 1) and the store's appends
+ * (the commits) of the D-delta turn.
+ */
+const perDelta = async (source: string | undefined, deltas: number) => {
+  let n = 1
+  let appends = 0
+  // `COMMIT_WINDOW_MS`: the engine's commit window (default: the engine's).
+  const window = process.env.COMMIT_WINDOW_MS
+  const rt = ManagedRuntime.make(SessionEngine.layer(window === undefined ? {} : { commitWindow: Number(window) }).pipe(Layer.provide(Layer.mergeAll(
+    spiedAppends(MemoryEventStore.layer, () => appends++),
+    Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+      stream: () => row21Response(deltaTexts(n).map(ModelProvider.textDelta), source)
+    })),
+    IdGenerator.layer
+  ))))
+  try {
+    const engine = await rt.runPromise(SessionEngine.SessionEngine)
+    const turn = (sessionId: string) => count(engine.runTurn({ sessionId, userMessage: "hi" }))
+    for (let i = 0; i < 5; i++) await rt.runPromise(Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) => turn(sessionId)))
+    const { sessionId } = await rt.runPromise(engine.createSession({ cwd: "/bench", client: "test" }))
+    const one = await counted(rt, turn(sessionId))
+    n = deltas
+    appends = 0
+    const many = await counted(rt, turn(sessionId))
+    console.log(`${source ?? "standIn"}: a turn of ${deltas} deltas, one per chunk: ${many.ops} Effect ops, ${many.fibers} fibers, ${appends} appends; each delta more: ${((many.ops - one.ops) / (deltas - 1)).toFixed(1)} Effect ops`)
+  } finally {
+    await rt.dispose()
+  }
+}
+
+/** A store that counts its appends (a batch is one). */
+const spiedAppends = (inner: Layer.Layer<EventStore.EventStore>, onAppend: () => void): Layer.Layer<EventStore.EventStore> =>
+  Layer.effect(EventStore.EventStore, Effect.map(EventStore.EventStore, (store) => ({
+    ...store,
+    append: (event: AgentEvent.AgentEvent) => Effect.zipRight(Effect.sync(onAppend), store.append(event)),
+    appendAll: (events: ReadonlyArray<AgentEvent.AgentEvent>) => Effect.zipRight(Effect.sync(onAppend), store.appendAll(events))
+  }))).pipe(Layer.provide(inner))
+
 const main = async () => {
+  if (process.argv[2] === "perDelta") return perDelta(undefined, Number(process.argv[3] ?? 1000))
+  if (process.argv[2] === "paced") return perDelta("paced", Number(process.argv[3] ?? 500))
   if (process.argv[2] === "steps") return stepKinds(Number(process.argv[3] ?? 20))
   if (process.argv[2] === "fibers") return turnFibers(Number(process.argv[3] ?? 100))
   if (process.argv[2] === "floor") return floorFibers(Number(process.argv[3] ?? 100))

@@ -7,13 +7,13 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import { type FinishReason, type ModelChunk, nextMacrotask, runAheadIn, takeArrived } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, nextMacrotask, type RunAhead, runAheadIn, takeWithin } from "../services/ModelProvider.js"
 import { shownName, type ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
-import { responseLimits } from "./Services.js"
+import { commitWindowMs, responseLimits } from "./Services.js"
 import * as ChunkShape from "./ChunkShape.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -40,11 +40,11 @@ export const spent = (tally: Tally): AgentEvent.Usage | undefined =>
   tally.compacted === undefined ? tally.usage : addUsage(tally.usage, tally.compacted)
 
 /**
- * A streamed response: its tool calls and why it finished (and whether it was read whole as it
- * started, for {@link stream}'s wait), or the provider failure that ended it and whether any of it was stored.
+ * A streamed response: its tool calls and why it finished (and whether its end came with its last
+ * pieces, for {@link stream}'s wait), or the provider failure that ended it and whether any of it was stored.
  */
 export type Response =
-  | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined; readonly whole: boolean }
+  | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined; readonly endWithLast: boolean }
   | { readonly _tag: "Failed"; readonly failure: ProviderFailure; readonly stored: boolean }
   | { readonly _tag: "TooLarge" }
 
@@ -76,6 +76,12 @@ const guardOf = (turn: Turn): LiveSession.Guard => () => !turn.cancel.requested
 const pendingCapacity = 4096
 
 /**
+ * How many pieces end a later batch's commit window early: a commit of that many already costs
+ * little a piece, and the provider's stream is never held back by a batch that waits for its window.
+ */
+const windowPieces = 1024
+
+/**
  * The engine's log lines for calls stored under another id than the model's (`ToolCallIds`): a
  * warning for an id used before (a model's slip), debug for one no vendor takes (routine for some
  * compatible servers). Only a batch that renamed a call pays for it: a commit is the hot path.
@@ -99,8 +105,11 @@ const logged = shownName
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
  * commit takes everything that has arrived since the last one, so a provider handing over one
  * delta per chunk costs one lock, append, span and timestamp per batch, not per delta. The first
- * batch of a response is committed as soon as it arrives; a later one waits for at most one turn of
- * the event loop to gather what is arriving with it, and grows by itself while a commit is in flight.
+ * batch of a response is committed as soon as it arrives; a later one gathers what arrives until the
+ * commit window (`TurnOptions.commitWindow`, 2 ms) has passed since the batch before it, 1,024 pieces
+ * wait, or the stream has ended — so a provider pacing one delta a millisecond is a commit every
+ * couple of deltas, not one a delta — and grows by itself while a commit is in flight. A cancel cuts
+ * the wait at once (the post-cancel guard then stores none of it).
  */
 const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
@@ -238,28 +247,39 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       })
     }
 
-    /** Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream ends. */
-    const drain = (arrived: Mailbox.ReadonlyMailbox<ModelChunk, ProviderFailure>, first: boolean): Effect.Effect<void, EventStoreFailure | ProviderFailure> =>
-      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) => {
+    /**
+     * Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream
+     * ends. The first batch is taken as it arrives; a later one gathers until the commit window has
+     * passed since the batch before it was taken (`TurnOptions.commitWindow`), enough pieces wait, or
+     * the stream has ended or failed.
+     */
+    const drain = (run: RunAhead<ModelChunk, ProviderFailure>, first: boolean): Effect.Effect<void, EventStoreFailure | ProviderFailure> =>
+      Effect.flatMap(first ? run.arrived.takeAll : takeWithin(run, lastTaken + windowMs, windowPieces), ([pieces, done]) => {
+        lastTaken = performance.now()
+        // Whether the stream's end is in already (taken with these pieces, or next, without a wait).
+        endWithLast = done ? endWithLast || pieces.length > 0 : Option.isNone(run.arrived.unsafeSize())
         // The batch is read as its commit is made: past the limit, nothing more is taken.
         const committed = commitBatch(pieces)
-        return done || tooLarge || malformed !== undefined ? committed : Effect.zipRight(committed, drain(arrived, false))
+        return done || tooLarge || malformed !== undefined ? committed : Effect.zipRight(committed, drain(run, false))
       })
+    const windowMs = commitWindowMs(turn.services.options)
+    // When the last batch was taken (`performance.now()`): the commit window runs from there.
+    let lastTaken = 0
 
-    let whole = false
+    let endWithLast = false
     // Leaving the scope early (too large, a cancel) aborts the provider's request. The scope is made
     // here and handed on rather than put into the fiber's context (`Effect.scoped`), which a response's
     // start and end — and a cancel's unwinding — would pay for (bench/cancel-ops.ts).
     return Effect.scopedWith((scope) =>
       Effect.flatMap(runAheadIn(turn.services.provider.stream(built.request), pendingCapacity, scope), (started) => {
-        whole = started.whole
-        return drain(started.arrived, true)
+        endWithLast = started.whole
+        return drain(started, true)
       })
     ).pipe(
       // One step for what is said at the end and the response (its fields are final once the scope is closed).
       Effect.flatMap(() => {
         if (malformed !== undefined) return Effect.fail(malformed)
-        const response: Response = tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }
+        const response: Response = tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, endWithLast }
         const said = tooLarge
           ? Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas }))
           : finishReason === "length" || finishReason === "content_filter"
@@ -286,15 +306,16 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
  * Streams a response, sending the request again after a retryable failure that came before any
  * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
  *
- * A response read whole as it started is committed at once; the event loop then runs once before it
- * is seen to end, as the end of one still running ahead comes (`runAhead`), so that a steer sent on
- * seeing its last delta makes one more step. That wait is here, once everything that read the
+ * A response whose end came with its last pieces — read whole as it started, or ended while its
+ * last batch gathered in the commit window — is committed without a wait before its end is seen;
+ * the event loop then runs once, as the end of one still running ahead comes (`runAhead`), so that a
+ * steer sent on seeing its last delta makes one more step. That wait is here, once everything that read the
  * response is let go — its scope (the provider stream's channel executors, the buffer), its span, the
  * retry loop — rather than inside them: each of many turns waiting at once kept them (bench row 21:
  * `bench/heap.ts … whole`, 109 → 90 KB a turn in flight).
  */
 export const stream = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
-  Effect.tap(attempts(turn, built, tally), (response) => response._tag === "Answered" && response.whole ? nextMacrotask : Effect.void)
+  Effect.tap(attempts(turn, built, tally), (response) => response._tag === "Answered" && response.endWithLast ? nextMacrotask : Effect.void)
 
 const attempts = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Retry.loop(

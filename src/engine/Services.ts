@@ -6,7 +6,7 @@
  * @since 0.5.0
  * @internal
  */
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { PriceTable } from "../domain/Pricing.js"
 import type { Hooks } from "../services/AgentHooks.js"
@@ -58,6 +58,16 @@ export interface TurnOptions {
    * `baseURL` points at is not held to any vendor's limit.
    */
   readonly maxResponse?: { readonly chars?: number | undefined; readonly deltas?: number | undefined } | undefined
+  /**
+   * How long a model response's later deltas gather before they are committed together (default
+   * 2 milliseconds; 0: only what arrives within one turn of the event loop). A response's first
+   * batch is committed as it arrives; each later one once this long has passed since the batch
+   * before it was taken, 1,024 pieces wait, or the response's stream has ended or failed, whichever
+   * comes first. A longer window makes fewer commits (each a lock, a store append, a span, the fold
+   * and a hand-over to watchers and the consumer) for a provider that hands over one delta at a
+   * time; the deltas a watcher sees come up to this much later, the events are the same.
+   */
+  readonly commitWindow?: Duration.DurationInput | undefined
   /** Tool calls of one response running at once (default 4). */
   readonly toolConcurrency: number
   /** How long a call waits for the user before it is denied (default: no limit). */
@@ -98,6 +108,13 @@ export const responseLimits = (options: TurnOptions): { readonly chars: number; 
   chars: options.maxResponse?.chars ?? 4 * 1024 * 1024,
   deltas: options.maxResponse?.deltas ?? 512 * 1024
 })
+
+/**
+ * {@link TurnOptions.commitWindow} in milliseconds, with its default (2 ms): from 0 to a Node timer's
+ * longest (an infinite window is one that only enough pieces or the stream's end close).
+ */
+export const commitWindowMs = (options: TurnOptions): number =>
+  options.commitWindow === undefined ? 2 : Math.min(Math.max(0, Duration.toMillis(Duration.decode(options.commitWindow))), 2_147_483_647)
 
 /** The engine's services and limits. */
 export interface Services {

@@ -9,6 +9,7 @@ import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Mailbox from "effect/Mailbox"
@@ -129,6 +130,13 @@ export interface RunAhead<A, E> {
    * lets the loop run once itself, after it has taken and handed on the last pieces.
    */
   readonly whole: boolean
+  /**
+   * Waits until at least `enough` pieces wait in `arrived`, the stream has ended or failed, or `ms`
+   * milliseconds have passed — whichever comes first (at once for the first two). Timed by a Node
+   * timer, not the `Clock`: a test's clock neither holds it up nor is moved by it. Interrupting it
+   * stops the wait at once. How a reader gathers a batch over a window ({@link takeWithin}).
+   */
+  readonly settle: (ms: number, enough: number) => Effect.Effect<void>
 }
 
 /**
@@ -157,6 +165,15 @@ export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, 
     Effect.flatMap(Channel.toPullIn(Stream.toChannel(stream), scope), (pull) => {
       let starting = true
       let ended = false
+      // The reader waiting in `settle`, and how many pieces end its wait: woken by the offer that
+      // brings the buffer to that many, or by the end.
+      let settling: (() => void) | undefined
+      let enough = 0
+      const nudge = (): void => {
+        const waiting = settling
+        settling = undefined
+        waiting?.()
+      }
       // What a full buffer did not take, offered (waiting for room) before the next pull.
       let held: Chunk.Chunk<A> | undefined
       // Puts in what there is room for, one piece at a time (`unsafeOfferAll` makes an array and a
@@ -164,8 +181,12 @@ export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, 
       // answers the rest, if any.
       const offered = (chunk: Chunk.Chunk<A>): Chunk.Chunk<A> | undefined => {
         for (let i = 0; i < chunk.length; i++) {
-          if (!buffer.unsafeOffer(Chunk.unsafeGet(chunk, i))) return Chunk.drop(chunk, i)
+          if (!buffer.unsafeOffer(Chunk.unsafeGet(chunk, i))) {
+            nudge()
+            return Chunk.drop(chunk, i)
+          }
         }
+        if (settling !== undefined && sizeOf(buffer) >= enough) nudge()
         return undefined
       }
       // One loop rather than a `matchCauseEffect` per pull: a provider handing over one delta per
@@ -190,9 +211,31 @@ export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, 
         // consumer before the response is seen to end — so a steer sent on seeing the last delta
         // is there when the step decides whether the turn is over. (Reached while starting, the
         // reader does that wait: `whole`.)
-        onSuccess: () => starting ? buffer.end : Effect.zipRight(nextMacrotask, buffer.end),
-        onFailure: (cause) => buffer.failCause(cause)
+        onSuccess: () => starting ? buffer.end : Effect.zipRight(nextMacrotask, endedWith(Exit.void)),
+        onFailure: (cause) => endedWith(Exit.failCause(cause))
       })
+      const endedWith = (exit: Exit.Exit<void, E>) =>
+        Effect.sync(() => {
+          buffer.unsafeDone(exit)
+          nudge()
+        })
+      const settle = (ms: number, atLeast: number): Effect.Effect<void> =>
+        Effect.async<void>((resume) => {
+          if (sizeOf(buffer) >= atLeast || (ended && held === undefined)) return resume(Effect.void)
+          const timer = setTimeout(() => {
+            settling = undefined
+            resume(Effect.void)
+          }, ms)
+          enough = atLeast
+          settling = () => {
+            clearTimeout(timer)
+            resume(Effect.void)
+          }
+          return Effect.sync(() => {
+            clearTimeout(timer)
+            settling = undefined
+          })
+        })
       // This fiber's runtime (its flags as they are here, before the uninterruptible step below), used
       // once: nothing that lives on with the fiber running ahead keeps it (it holds this fiber's refs as they were).
       return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
@@ -201,7 +244,7 @@ export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, 
           // Its refs forked from this fiber's, as `Effect.fork` makes them: an interruption this fiber has received is not the new one's.
           const fiber = Runtime.runFork(runtime, pump, { updateRefs: FiberRefs.forkAs })
           starting = false
-          return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer, scope)
+          return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true, settle }) : runningAhead(fiber, buffer, settle, scope)
         })))
     }))
 
@@ -219,8 +262,15 @@ const buffered = <A, E>(capacity: number, scope: Scope.Scope): Effect.Effect<Mai
  * finalizer keeps only the fiber. The scope's own finalizer, as the buffer's: `Effect.addFinalizer`
  * records the fiber refs here and diffs and patches them around the interruption, which reads none.
  */
-const runningAhead = <A, E>(fiber: Fiber.RuntimeFiber<void>, arrived: Mailbox.ReadonlyMailbox<A, E>, scope: Scope.Scope): Effect.Effect<RunAhead<A, E>> =>
-  Effect.as(Scope.addFinalizer(scope, Fiber.interrupt(fiber)), { arrived, whole: false })
+const runningAhead = <A, E>(
+  fiber: Fiber.RuntimeFiber<void>,
+  arrived: Mailbox.ReadonlyMailbox<A, E>,
+  settle: RunAhead<A, E>["settle"],
+  scope: Scope.Scope
+): Effect.Effect<RunAhead<A, E>> => Effect.as(Scope.addFinalizer(scope, Fiber.interrupt(fiber)), { arrived, whole: false, settle })
+
+/** How many pieces wait in a buffer (a buffer that has ended: none more will come, so as many as it may hold). */
+const sizeOf = (buffer: Mailbox.ReadonlyMailbox<unknown, unknown>): number => Option.getOrElse(buffer.unsafeSize(), () => Infinity)
 
 /**
  * Takes what a response's buffer holds, waiting for a first piece (`done` once it has ended, as
@@ -232,15 +282,39 @@ export const takeArrived = <A, E>(
   arrived: Mailbox.ReadonlyMailbox<A, E>,
   gather: boolean
 ): Effect.Effect<readonly [Chunk.Chunk<A>, boolean], E> =>
-  Effect.flatMap(arrived.takeAll, (taken) =>
-    !gather || taken[1]
-      ? Effect.succeed(taken)
-      : Effect.zipRight(
-        nextMacrotask,
-        Effect.suspend(() =>
-          Option.getOrElse(arrived.unsafeSize(), () => 0) > 0
-            // Pieces are waiting, so this takes them without waiting; the end (or a failure) is taken next time.
-            ? Effect.map(arrived.takeAll, ([more]) => [Chunk.appendAll(taken[0], more), false] as const)
-            : Effect.succeed(taken)
-        )
-      ))
+  Effect.flatMap(arrived.takeAll, (taken) => !gather || taken[1] ? Effect.succeed(taken) : takenWith(arrived, taken, nextMacrotask))
+
+/**
+ * Takes what a response's buffer holds, waiting for a first piece (as `takeAll`); once one is there,
+ * gathers more until the time `until` (`performance.now()`), `enough` pieces, or the stream's end,
+ * whichever comes first ({@link RunAhead.settle}). A first piece that comes after `until` gathers
+ * for one turn of the event loop, as {@link takeArrived} does. `done` is true only when the end was
+ * taken with nothing before it: pieces taken with the end waiting are handed on first, the end
+ * taken next time. How the engine commits a response's later batches (its commit window).
+ */
+export const takeWithin = <A, E>(
+  run: RunAhead<A, E>,
+  until: number,
+  enough: number
+): Effect.Effect<readonly [Chunk.Chunk<A>, boolean], E> =>
+  Effect.flatMap(run.arrived.takeAll, (taken) => {
+    if (taken[1] || taken[0].length >= enough) return Effect.succeed(taken)
+    const wait = until - performance.now()
+    return takenWith(run.arrived, taken, wait <= 0 ? nextMacrotask : run.settle(wait, enough - taken[0].length))
+  })
+
+/** `taken`, and what has arrived once `gather` is done (its end, or a failure, left for the next take). */
+const takenWith = <A, E>(
+  arrived: Mailbox.ReadonlyMailbox<A, E>,
+  taken: readonly [Chunk.Chunk<A>, boolean],
+  gather: Effect.Effect<void>
+): Effect.Effect<readonly [Chunk.Chunk<A>, boolean], E> =>
+  Effect.zipRight(
+    gather,
+    Effect.suspend(() =>
+      Option.getOrElse(arrived.unsafeSize(), () => 0) > 0
+        // Pieces are waiting, so this takes them without waiting; the end (or a failure) is taken next time.
+        ? Effect.map(arrived.takeAll, ([more]) => [Chunk.appendAll(taken[0], more), false] as const)
+        : Effect.succeed(taken)
+    )
+  )
