@@ -194,7 +194,11 @@ export const recordedMcp = (choice: Choice) =>
 /** A provider's `*_MODEL` variable as the provider reads it (none when unset or unreadable), for the notice. */
 const modelVariable = (name: string) => Config.option(Config.string(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
 
-/** ` at <url>` for a `--base-url`, shown without its query or credentials; nothing without one. */
+/**
+ * ` at <url>` for a `--base-url`, or else the vendor's `<P>_BASE_URL` (which the provider reads as
+ * well: a run sent to an address the environment set named only the vendor), shown without its
+ * query or credentials; nothing without either.
+ */
 const atBaseUrl = (baseURL: string | undefined) => baseURL === undefined ? "" : ` at ${Address.shown(baseURL)}`
 
 /**
@@ -229,7 +233,7 @@ export const chosen = (choice: Choice) =>
       const caching = yield* promptCaching(choice)
       const thinking = yield* thinkingOptions(choice, AnthropicModelProvider)
       // As the provider reads it: `--model`, else `ANTHROPIC_MODEL`, else its default (before, the notice named the default while ANTHROPIC_MODEL answered).
-      const model = `anthropic ${overrides.model ?? Option.getOrUndefined(yield* modelVariable("ANTHROPIC_MODEL")) ?? AnthropicModelProvider.defaultModel}${atBaseUrl(overrides.baseURL)}`
+      const model = `anthropic ${overrides.model ?? Option.getOrUndefined(yield* modelVariable("ANTHROPIC_MODEL")) ?? AnthropicModelProvider.defaultModel}${atBaseUrl(overrides.baseURL ?? Option.getOrUndefined(yield* modelVariable("ANTHROPIC_BASE_URL")))}`
       const thinks = thinkingShown(thinking)
       return {
         model,
@@ -250,7 +254,7 @@ export const chosen = (choice: Choice) =>
       yield* usableKey("OPENAI_API_KEY", openAiKey)
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
       // The model the provider will use: `--model`, else `OPENAI_MODEL` (read as the provider reads it), else its default.
-      const model = `openai ${overrides.model ?? Option.getOrUndefined(yield* modelVariable("OPENAI_MODEL")) ?? OpenAiModelProvider.defaultModel}${atBaseUrl(overrides.baseURL)}`
+      const model = `openai ${overrides.model ?? Option.getOrUndefined(yield* modelVariable("OPENAI_MODEL")) ?? OpenAiModelProvider.defaultModel}${atBaseUrl(overrides.baseURL ?? Option.getOrUndefined(yield* modelVariable("OPENAI_BASE_URL")))}`
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),

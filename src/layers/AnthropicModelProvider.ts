@@ -139,7 +139,8 @@ const isContextOverflow = (message: string) =>
  * requests, is named when it could not connect.
  */
 export const toFailure = (error: unknown, now: number, baseURL?: string): ProviderFailure => {
-  if (error instanceof ProviderFailure) return error
+  const own = Support.ownFailure(error)
+  if (own !== undefined) return own
   const { headers, message, status, type } = Support.shapeOf(error)
   const extra = {
     cause: error,
@@ -497,16 +498,20 @@ const refusedThinking = (options: Options): ProviderFailure | undefined =>
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
-  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(options.baseURL) ?? refusedThinking(options)
+  const key = Redacted.value(options.apiKey)
   const client = new Anthropic({
-    apiKey: Redacted.value(options.apiKey),
+    apiKey: key,
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
     maxRetries: 0,
     // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
     timeout: 60 * 60 * 1000,
     // What the endpoint answers is bounded as it arrives: an error's body, one event of the stream.
-    fetch: BoundedFetch.make()
+    fetch: BoundedFetch.make(),
+    // `ANTHROPIC_LOG` makes the SDK log: to stderr, never to stdout (a run's answer, ACP's channel), each line bounded and without the key.
+    logger: Support.sdkLogger("anthropic", [key])
   })
+  // The address the client sends to, whoever set it: `baseURL`, or `ANTHROPIC_BASE_URL`, which the SDK reads when it is not given.
+  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(client.baseURL) ?? refusedThinking(options)
   const maxTokens = options.maxOutputTokens ?? defaultMaxOutputTokens
   return ModelProvider.ModelProvider.of({
     capabilities: {
@@ -524,7 +529,8 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
           Support.eventStream(
             client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true, options)), { signal })
           ),
-        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL),
+        // The detail is logged: the key is never in it, whatever the endpoint echoed (Support.loggableDetail).
+        toFailure: (error) => Support.loggableFailure(toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL), [key]),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
     })

@@ -26,8 +26,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as Address from "../domain/Address.js"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure, type ProviderFailureReason } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
@@ -217,6 +219,30 @@ const isBrokenEventStream = (error: AiError.HttpResponseError): boolean =>
  * `now` (from the `Clock`) dates a `retry-after` given as an HTTP date.
  */
 export const toFailure = (error: AiError.AiError, now: number): ProviderFailure => {
+  const failure = failureOf(error, now)
+  if (error._tag !== "HttpRequestError" && error._tag !== "HttpResponseError") return Support.loggableFailure(failure, [])
+  // `@effect/ai`'s message names the request's URL as it is (a gateway's key in its path) and holds
+  // the whole body (which may echo the key the request carried): the URL shown as every address is,
+  // the key's value `[redacted]`, the rest bounded and escaped.
+  const url = error.request.url
+  const shown = url === "" ? failure : Support.withDetail(failure, failure.detail.split(url).join(Address.shown(url)))
+  return Support.loggableFailure(shown, credentialsOf(error.request.headers))
+}
+
+/** The request headers that carry a key. */
+const credentialHeaders = new Set(["authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"])
+
+/** The values of a request's credential headers (`@effect/ai` keeps them `Redacted`), a bearer token without its scheme. */
+const credentialsOf = (headers: unknown): Array<string> => {
+  if (typeof headers !== "object" || headers === null) return []
+  return Object.entries(headers).flatMap(([name, value]) => {
+    if (!credentialHeaders.has(name.toLowerCase())) return []
+    const text = Redacted.isRedacted(value) ? Redacted.value(value) : value
+    return typeof text === "string" ? [text.replace(/^\s*(Bearer|Basic)\s+/i, "")] : []
+  })
+}
+
+const failureOf = (error: AiError.AiError, now: number): ProviderFailure => {
   switch (error._tag) {
     case "HttpRequestError":
       return ProviderFailure.of(error.reason === "Transport" ? "network" : "invalid_request", error.message, { cause: error })

@@ -55,7 +55,8 @@ const isContextOverflow = (code: string | undefined, message: string) =>
  * requests, is named when it could not connect.
  */
 export const toFailure = (error: unknown, now: number, baseURL?: string): ProviderFailure => {
-  if (error instanceof ProviderFailure) return error
+  const own = Support.ownFailure(error)
+  if (own !== undefined) return own
   const { code, headers, message, status, type } = Support.shapeOf(error)
   const retryAfterMs = Support.retryAfterMs(headers, now)
   const extra = {
@@ -178,14 +179,42 @@ const finishReason = (reason: string | null): ModelProvider.FinishReason => {
 }
 
 
+/** A tool call being streamed: `rank` orders it (its index, or its place among the calls when it came with none). */
+interface StreamedCall {
+  readonly rank: number
+  id: string
+  name: string
+  args: string
+}
+
+/** A piece's `index` as a number: `"0"` is `0`; none, or one that is no whole number, is `undefined`. */
+const indexOf = (index: unknown): number | undefined => {
+  const number = typeof index === "string" && index.trim() !== "" ? Number(index) : index
+  return typeof number === "number" && Number.isSafeInteger(number) ? number : undefined
+}
+
+/** Whether a call's arguments so far are a whole JSON value. */
+const isWhole = (args: string): boolean => {
+  if (args.trim() === "") return false
+  try {
+    JSON.parse(args)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
  * Maps the Chat Completions stream to chunks: text deltas as they come; tool calls assembled from
- * their indexed pieces and emitted, in index order, when the stream ends; then a finish with the
+ * their pieces (by index, and by id where a compatible server's indexes say less) and emitted, in index order, when the stream ends; then a finish with the
  * usage the last chunk reports.
  */
 export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
-    const tools = new Map<number, { id: string; name: string; args: string }>()
+    // The calls in the order they began; the call streaming at each index, and the last piece's call.
+    const tools: Array<StreamedCall> = []
+    const open = new Map<number, StreamedCall>()
+    let last: StreamedCall | undefined
     const streamed = Support.streamedCalls()
     let finish: string | null = null
     let usage: Usage | undefined
@@ -211,19 +240,28 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       const pieces: ReadonlyArray<ChatCompletionChunk.Choice.Delta.ToolCall | null> = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
       for (const piece of pieces) {
         if (typeof piece !== "object" || piece === null) continue
-        const known = tools.get(piece.index)
-        if (known === undefined && !streamed.takes(tools.size)) continue
-        const tool = known ?? { id: "", name: "", args: "" }
+        const id = Support.stringField(piece.id)
+        const index = indexOf(piece.index)
+        let known = index === undefined ? last : open.get(index)
+        // A piece with an id of its own starts a new call where one is under way already: with no
+        // index, always; at an index in use, once the call there is whole (its arguments parse) —
+        // a compatible server (Ollama) gives every parallel call index 0, each whole in one piece
+        // with its own id, and three calls read as one `read_filelist_dir` with their arguments run
+        // together. A changed id mid-arguments is still the same call (see the first id below).
+        if (known !== undefined && id !== "" && known.id !== "" && id !== known.id && (index === undefined || isWhole(known.args))) known = undefined
+        if (known === undefined && !streamed.takes(tools.length)) continue
+        const tool = known ?? { rank: index ?? tools.length, id: "", name: "", args: "" }
+        if (known === undefined) tools.push(tool)
+        if (index !== undefined) open.set(index, tool)
+        last = tool
         const name = Support.stringField(piece.function?.name)
-        tools.set(piece.index, {
-          // A call's id is the one its first piece gave: one a later piece says otherwise does not
-          // change which call it is (its arguments still add up).
-          id: tool.id === "" ? Support.stringField(piece.id) : tool.id,
-          // OpenAI names a call in its first piece; a compatible server that repeats the whole name
-          // in every piece named it again, not longer ("read_fileread_file" was an unknown tool).
-          name: name !== "" && name === tool.name ? tool.name : streamed.append(tool.name, name),
-          args: streamed.append(tool.args, Support.stringField(piece.function?.arguments))
-        })
+        // A call's id is the one its first piece gave: one a later piece says otherwise does not
+        // change which call it is (its arguments still add up).
+        if (tool.id === "") tool.id = id
+        // OpenAI names a call in its first piece; a compatible server that repeats the whole name
+        // in every piece named it again, not longer ("read_fileread_file" was an unknown tool).
+        tool.name = name !== "" && name === tool.name ? tool.name : streamed.append(tool.name, name)
+        tool.args = streamed.append(tool.args, Support.stringField(piece.function?.arguments))
       }
       // Text that is no string (a number, an object) is none: it was stored as a delta no schema takes.
       const refusal = Support.stringField((delta as { refusal?: unknown }).refusal)
@@ -236,12 +274,13 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
     })
     const end = Stream.suspend(() => {
       if (finish === null) return Support.endedEarly(() => false, "a finish_reason")
-      const calls = [...tools.entries()].sort(([a], [b]) => a - b)
+      // In index order (a stable sort: calls begun at one index, or with none, in the order they began).
+      const calls = [...tools].sort((a, b) => a.rank - b.rank)
       // The limit or a filter can cut only the last call: the model had finished each one before it.
       const cutAt = Support.cutsLastCall(finishReason(finish)) ? calls.length - 1 : -1
       return Stream.fromIterable([
-        ...calls.map(([index, t], i) =>
-          ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args, i === cutAt))
+        ...calls.map((t, i) =>
+          ModelProvider.toolCall(t.id === "" ? `call_${t.rank}` : t.id, t.name, Support.parseArgs(t.args, i === cutAt))
         ),
         ModelProvider.finish(refused && finish === "stop" ? "content_filter" : finishReason(finish), usage)
       ])
@@ -253,16 +292,20 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
-  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(options.baseURL)
+  const key = Redacted.value(options.apiKey)
   const client = new OpenAI({
-    apiKey: Redacted.value(options.apiKey),
+    apiKey: key,
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
     maxRetries: 0,
     // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
     timeout: 60 * 60 * 1000,
     // What the endpoint answers is bounded as it arrives: an error's body, one event of the stream.
-    fetch: BoundedFetch.make()
+    fetch: BoundedFetch.make(),
+    // `OPENAI_LOG` makes the SDK log: to stderr, never to stdout (a run's answer, ACP's channel), each line bounded and without the key.
+    logger: Support.sdkLogger("openai", [key])
   })
+  // The address the client sends to, whoever set it: `baseURL`, or `OPENAI_BASE_URL`, which the SDK reads when it is not given.
+  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(client.baseURL)
   return ModelProvider.ModelProvider.of({
     capabilities: {
       provider: "openai",
@@ -274,7 +317,8 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     stream: (request) =>
       refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal })),
-        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL),
+        // The detail is logged: the key is never in it, whatever the endpoint echoed (Support.loggableDetail).
+        toFailure: (error) => Support.loggableFailure(toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL), [key]),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
     })

@@ -197,13 +197,14 @@ describe("the CLI with real providers (against the replay server)", () => {
 
   // reach45: the notice named `--model` or Anthropic's default, never ANTHROPIC_MODEL, which the
   // provider asked for: "answering with anthropic claude-…" named a model that did not answer.
-  it("names the model ANTHROPIC_MODEL chose in the notice, and a --base-url after it", async () => {
+  it("names the model ANTHROPIC_MODEL chose in the notice, and a --base-url (or ANTHROPIC_BASE_URL) after it", async () => {
     server.respond(WireServer.recording("anthropic", "text"))
     const byEnv = await run(["run", "hello", "--data-dir", dataDir], {
       env: { ANTHROPIC_API_KEY: "sk-ant-cli-test", ANTHROPIC_BASE_URL: server.url, ANTHROPIC_MODEL: "claude-from-env" }
     })
     expect(byEnv.code).toBe(0)
-    expect(byEnv.stderr).toContain("effect-agent: answering with anthropic claude-from-env.")
+    // review59d: the address ANTHROPIC_BASE_URL set is named as a --base-url is (the notice named only the vendor).
+    expect(byEnv.stderr).toContain(`effect-agent: answering with anthropic claude-from-env at ${Address.shown(server.url)}.`)
     expect(server.received.at(-1)!.body.model).toBe("claude-from-env")
     // --model still comes first, and a --base-url is named as openai's is.
     server.respond(WireServer.recording("anthropic", "text"))

@@ -16,6 +16,7 @@
  * @since 0.14.0
  * @internal
  */
+import * as Address from "../../domain/Address.js"
 import { ProviderFailure } from "../../domain/Errors.js"
 import { eventCounter } from "../EventBytes.js"
 
@@ -150,9 +151,50 @@ export const withStatus = (body: ReadableStream<Uint8Array>, status: number, ini
   return response
 }
 
-/** `inner` (default the global `fetch`) with every response {@link bounded}. */
+/** The most redirects within one origin followed for one request (`fetch`'s own limit is 20). */
+export const maxRedirects = 20
+
+/** The statuses of a redirect `fetch` follows. */
+const redirects = new Set([301, 302, 303, 307, 308])
+
+/**
+ * The failure of a redirect to another origin: `invalid_request` (not retried), naming where it
+ * pointed as every address is shown. `fetch` followed a 307/308 from the base URL to any host with
+ * the request's body, the whole prompt — the key headers aside, which it drops across origins.
+ */
+export const crossOriginRedirect = (from: URL, to: URL): ProviderFailure =>
+  ProviderFailure.of(
+    "invalid_request",
+    `the endpoint ${Address.shown(from.href)} redirected the request to another origin (${Address.shown(to.href)}), which is not followed: set the base URL to the address that answers`
+  )
+
+/**
+ * `inner` (default the global `fetch`) with every response {@link bounded}, and a redirect followed
+ * only within the request's origin (scheme, host and port): one to another origin fails with
+ * {@link crossOriginRedirect}. Within it, as `fetch` follows one: a 303, or a 301/302 of a `POST`,
+ * as a `GET` without the body; a 307/308 as it was.
+ */
 export const make = (
   limits: { readonly eventBytes: number; readonly errorBytes: number } = { eventBytes: maxEventBytes, errorBytes: errorBodyBytes },
   inner?: Fetch
 ): Fetch =>
-async (input, init) => bounded(await (inner ?? fetch)(input, init), limits)
+async (input, init) => {
+  const send = inner ?? fetch
+  let url = new URL(typeof input === "string" || input instanceof URL ? input : input.url)
+  let request: RequestInit = { ...init, redirect: "manual" }
+  let target: string | URL | Request = input
+  for (let hop = 0;; hop++) {
+    const response = await send(target, request)
+    const location = response.headers.get("location")
+    if (!redirects.has(response.status) || location === null || hop >= maxRedirects) return bounded(response, limits)
+    void response.body?.cancel().catch(() => undefined)
+    const next = new URL(location, url)
+    if (next.origin !== url.origin) throw crossOriginRedirect(url, next)
+    if (response.status === 303 || ((response.status === 301 || response.status === 302) && (request.method ?? "GET").toUpperCase() === "POST")) {
+      const { body: _body, ...rest } = request
+      request = { ...rest, method: "GET" }
+    }
+    url = next
+    target = next.href
+  }
+}

@@ -19,8 +19,10 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import { formatWithOptions } from "node:util"
 import * as Address from "../../domain/Address.js"
 import * as ApiKey from "../../domain/ApiKey.js"
+import * as FormatCharacters from "../../domain/FormatCharacters.js"
 import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
 import type { Json } from "../../domain/Json.js"
 import * as MonotonicTime from "../../domain/MonotonicTime.js"
@@ -29,19 +31,22 @@ import * as ModelProvider from "../../services/ModelProvider.js"
 import * as BoundedFetch from "./BoundedFetch.js"
 
 /**
- * The wait a server asked for, in milliseconds: `retry-after-ms`, or `retry-after` as seconds or
- * an HTTP date.
+ * The wait a server asked for, in milliseconds: `retry-after-ms` when it is a non-negative number
+ * (an empty one read as `Number("")`, 0, and hid the `retry-after` beside it), else `retry-after` as
+ * decimal seconds (`Infinity` as the longest wait; `0x10` is no number of seconds) or an HTTP date.
  */
 export const retryAfterMs = (headers: { get(name: string): string | null } | undefined, now: number): number | undefined => {
-  const millis = headers?.get("retry-after-ms")
-  if (millis != null && Number.isFinite(Number(millis))) return wholeWait(Number(millis))
-  const value = headers?.get("retry-after")
-  if (value == null || value.trim() === "") return undefined
-  const seconds = Number(value)
-  if (Number.isFinite(seconds)) return wholeWait(seconds * 1000)
+  const millis = headers?.get("retry-after-ms")?.trim()
+  if (millis !== undefined && decimal.test(millis) && Number(millis) >= 0) return wholeWait(Number(millis))
+  const value = headers?.get("retry-after")?.trim()
+  if (value === undefined || value === "") return undefined
+  if (decimal.test(value)) return wholeWait(Number(value) * 1000)
   const date = Date.parse(value)
   return Number.isNaN(date) ? undefined : wholeWait(date - now)
 }
+
+/** A number written in decimal, as a header's delta-seconds is (and `Infinity`): not `0x10`, `0b1` or `""`, which `Number` reads too. */
+const decimal = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|Infinity)$/
 
 /**
  * A wait as the whole, non-negative, safe-integer milliseconds `ProviderFailure.retryAfterMs` holds:
@@ -49,7 +54,20 @@ export const retryAfterMs = (headers: { get(name: string): string | null } | und
  * built, and the turn ended `internal_error` instead of `rate_limited`. Clamped, it is still far
  * over `Retry.maxRetryAfter`, so the turn ends as for any wait too long.
  */
-const wholeWait = (millis: number): number => Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(millis)))
+const wholeWait = (millis: number): number =>
+  Number.isNaN(millis) ? 0 : Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(millis)))
+
+/**
+ * A failure of the project's own inside what an SDK threw: `BoundedFetch` fails a request (a redirect
+ * to another origin) before any response, and both SDKs wrap what their `fetch` throws as a
+ * connection error (`cause`), which read as "could not reach".
+ */
+export const ownFailure = (error: unknown): ProviderFailure | undefined => {
+  for (let e = error, depth = 0; typeof e === "object" && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof ProviderFailure) return e
+  }
+  return undefined
+}
 
 /** The failure for an HTTP status when the vendor's error type says nothing more specific. */
 export const reasonOfStatus = (status: number): ProviderFailureReason => {
@@ -96,6 +114,81 @@ export const shapeOf = (error: unknown): ErrorShape => {
  * that never ended) read "nested too deep" and was retried.
  */
 export const isTooDeep = (error: unknown): boolean => error instanceof RangeError && /call stack/i.test(error.message)
+
+/** The most characters of a failure's detail ({@link loggableDetail}): a vendor's message is a sentence or two. */
+export const maxDetailChars = 2000
+
+/** The fewest characters of a secret that are looked for in a detail (a shorter one would blank ordinary words). */
+const minSecretChars = 8
+
+/**
+ * A failure's detail as it may be logged. The detail keeps the vendor's message (what says a model
+ * is unknown or a request too large), and an endpoint's error body may echo what it was sent: a
+ * gateway's "invalid x-api-key sk-ant-…", a stack with its server's paths. Each of `secrets` (the
+ * API key) is `[redacted]` wherever it is, and so is its start where the text ends (an error body
+ * cut at its bound inside the key); control and format characters are escaped (`\u000a`), so a
+ * detail is one line that shows what is there; and it is cut at {@link maxDetailChars}, after the
+ * secrets went, so the cut never leaves a part of one.
+ */
+export const loggableDetail = (detail: string, secrets: ReadonlyArray<string>): string => {
+  let text = detail
+  for (const secret of secrets) {
+    if (secret.length < minSecretChars) continue
+    text = text.split(secret).join("[redacted]")
+    for (let length = secret.length - 1; length >= minSecretChars; length--) {
+      if (text.endsWith(secret.slice(0, length))) {
+        text = `${text.slice(0, text.length - length)}[redacted]`
+        break
+      }
+    }
+  }
+  text = FormatCharacters.escapeUnprintable(text)
+  return text.length <= maxDetailChars ? text : `${text.slice(0, maxDetailChars)}… (${text.length} characters)`
+}
+
+/** `failure` with its detail {@link loggableDetail}; the same failure when that changed nothing. */
+export const loggableFailure = (failure: ProviderFailure, secrets: ReadonlyArray<string>): ProviderFailure =>
+  withDetail(failure, loggableDetail(failure.detail, secrets))
+
+/** `failure` with `detail` instead of its own; the same failure when they are the same. */
+export const withDetail = (failure: ProviderFailure, detail: string): ProviderFailure => {
+  if (detail === failure.detail) return failure
+  const { cause, reason, retryAfterMs, retryDelayMs, status } = failure
+  return new ProviderFailure({
+    reason,
+    detail,
+    ...(status === undefined ? {} : { status }),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    ...(retryDelayMs === undefined ? {} : { retryDelayMs }),
+    ...(cause === undefined ? {} : { cause })
+  })
+}
+
+/** What the SDKs log through: both take an object of these four. */
+export interface SdkLogger {
+  readonly error: (...args: Array<unknown>) => void
+  readonly warn: (...args: Array<unknown>) => void
+  readonly info: (...args: Array<unknown>) => void
+  readonly debug: (...args: Array<unknown>) => void
+}
+
+/**
+ * The logger a vendor SDK's client is made with. Without one, an SDK logs to `console` — at
+ * `ANTHROPIC_LOG=debug` / `OPENAI_LOG=debug`, every request and response on stdout, where the CLI's
+ * `run` prints its answer and ACP speaks JSON-RPC. This one writes each line to stderr, as
+ * {@link loggableDetail} shows a detail: the key `[redacted]`, escaped, bounded (a debug line holds
+ * the whole request). The SDK still decides what it logs (its `*_LOG` level, `warn` by default).
+ */
+export const sdkLogger = (vendor: string, secrets: ReadonlyArray<string>, write: (line: string) => void = (line) => void process.stderr.write(line)): SdkLogger => {
+  const at = (level: string) => (...args: Array<unknown>) => {
+    try {
+      write(`${vendor} sdk ${level}: ${loggableDetail(formatWithOptions({ depth: 4, breakLength: Infinity }, ...args), secrets)}\n`)
+    } catch {
+      // A line that cannot be written (stderr closed) is not the request's failure.
+    }
+  }
+  return { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") }
+}
 
 /** The detail of {@link isTooDeep}'s failure. */
 export const tooDeepDetail = "the response held an event nested too deep to read"
@@ -231,6 +324,13 @@ export interface StreamOptions<A> {
   readonly idleTimeout: Duration.DurationInput
 }
 
+/**
+ * The longest wait `setTimeout` takes (2^31 - 1 ms, about 24.8 days): it runs a longer one after
+ * 1 ms, so an idle timeout of 30 days re-armed its watch every millisecond (a core's half, and a
+ * `TimeoutOverflowWarning` each time). A longer wait is watched in waits of this length.
+ */
+export const maxTimerMs = 2 ** 31 - 1
+
 /** The class of the real `Clock` (effect's default), told apart from a test's. */
 const realClock: unknown = Object.getPrototypeOf(Clock.make())
 
@@ -276,13 +376,15 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
       clearTimeout(timer)
       timer = undefined
     }
-    if (real) {
+    if (!Number.isFinite(idleMs)) {
+      // An infinite idle timeout: no watch at all.
+    } else if (real) {
       const check = (): void => {
         const wait = lastEventAt + idleMs - now()
-        if (wait > 0) timer = setTimeout(check, wait)
+        if (wait > 0) timer = setTimeout(check, Math.min(wait, maxTimerMs))
         else arrived.unsafeDone(Exit.fail(stalled()))
       }
-      timer = setTimeout(check, idleMs)
+      timer = setTimeout(check, Math.min(idleMs, maxTimerMs))
     } else {
       const watch: Effect.Effect<void> = Effect.suspend(() => {
         const wait = lastEventAt + idleMs - now()
