@@ -6,6 +6,8 @@
  *
  * The events come from the engine's `watchSession` (stored ones from a sequence, then live ones
  * across turns, each once). The client going away interrupts the watch only: turns run elsewhere.
+ * On a Node server a session's clients share one watch ({@link fanOut}): a batch costs a client
+ * one write of the bytes every client is written.
  *
  * @since 0.2.0
  */
