@@ -224,6 +224,8 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const engine = yield* SessionEngine.SessionEngine
     const turns = yield* Turns
     const config = yield* ServerConfig
+    /** `/live` on a Node server: one watch per watched session, each batch written to its clients (see `Live.fanOut`). */
+    const fanOut = Live.fanOut((sessionId, fromSequence) => engine.watchSession({ sessionId, fromSequence }))
     /** Fails 404 (as JSON) before a stream response commits to a status. */
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
     /** A session's MCP servers started again after a restart, before its turn (an unknown session is left to the turn to refuse). */
@@ -365,7 +367,10 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           const after = yield* resumeAfter(request, urlParams.after)
           if (request.method === "HEAD") return Live.headResponse()
-          return Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive, Live.directResponse(request))
+          const direct = Live.directResponse(request)
+          return direct === undefined
+            ? Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive)
+            : fanOut.response(path.id, after + 1, config.keepAlive, direct)
         }))
   }))
 

@@ -6,6 +6,8 @@
  *
  * The events come from the engine's `watchSession` (stored ones from a sequence, then live ones
  * across turns, each once). The client going away interrupts the watch only: turns run elsewhere.
+ * On a Node server a session's clients share one watch ({@link fanOut}): a batch costs a client
+ * one write of the bytes every client is written.
  *
  * @since 0.2.0
  */
@@ -16,7 +18,11 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Buffer } from "node:buffer"
 import { IncomingMessage } from "node:http"
@@ -35,15 +41,26 @@ const utf8 = new TextEncoder()
  */
 const messages = new WeakMap<AgentEvent.AgentEvent, Uint8Array>()
 
+let encodings = 0
+
 /** An event as an SSE message in UTF-8, encoded once however many clients send it. */
 export const message = (event: AgentEvent.AgentEvent): Uint8Array => {
   let bytes = messages.get(event)
   if (bytes === undefined) {
+    encodings++
     bytes = utf8.encode(encode(event))
     messages.set(event, bytes)
   }
   return bytes
 }
+
+/**
+ * How many events this process has encoded as SSE messages so far (each at most once per event
+ * object, whatever the number of clients sending it): what the tests count.
+ *
+ * @internal
+ */
+export const encoded = (): number => encodings
 
 /**
  * A run of events written as one buffer, by its first event: the watchers of a session take the
@@ -275,12 +292,25 @@ export interface DirectResponse {
 }
 
 /**
+ * A {@link DirectResponse} a session's {@link FanOut} writes to without the client's fiber: it tells
+ * how many bytes it holds that its socket has not taken yet, and when it has handed them all over.
+ */
+export interface FollowedResponse extends DirectResponse {
+  /** Bytes written and not yet taken by the socket (Node's `writableLength`). */
+  readonly writableLength: number
+  readonly once: (event: "close" | "drain", listener: () => void) => unknown
+  /** Holds writes until `uncork`, which hands them to the socket at once (Node's own cork waits for a tick of its own). */
+  readonly cork: () => void
+  readonly uncork: () => void
+}
+
+/**
  * The Node response `request` is written to, when the server is `@effect/platform-node`'s (see
  * {@link response}); `undefined` for another server (the web handler's, Bun's). A request without a
  * body is read to its end and let go meanwhile (see `letGoOnceRead`): a `/live` response needs
  * nothing more of it.
  */
-export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined => {
+export const directResponse = (request: HttpServerRequest.HttpServerRequest): FollowedResponse | undefined => {
   if (!(request.source instanceof IncomingMessage)) return undefined
   letGoOnceRead(request.source)
   return NodeHttpServerRequest.toServerResponse(request)
@@ -338,10 +368,14 @@ export const headResponse = (): HttpServerResponse.HttpServerResponse =>
 export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration, direct?: DirectResponse) =>
   direct === undefined ? mailboxResponse(events, keepAlive) : directBody(events, keepAlive, direct)
 
-const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration, direct: DirectResponse) => {
+/**
+ * The keep-alive comment of a Node response: written by a Node timer, re-armed by each write
+ * (`refresh`). `arm` starts it when the body's run starts (its first pull, `: connected`), so no
+ * comment precedes that one, and answers that first comment.
+ */
+const keepAliveTimer = (direct: DirectResponse, keepAlive: Duration.Duration) => {
   let timer: ReturnType<typeof setTimeout> | undefined
   const ms = Math.max(1, Duration.toMillis(keepAlive))
-  // Armed when the body's run starts (its first pull, `: connected`), so no comment precedes that one.
   const arm = () => {
     timer = setTimeout(function ping() {
       // A response that ended or whose client went away takes nothing more (and its timer is done).
@@ -355,19 +389,294 @@ const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAliv
     direct.once("close", () => clearTimeout(timer))
     return connectedBytes
   }
+  return { arm, refresh: () => void timer?.refresh() }
+}
+
+/** A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id. */
+const endedBy = (error: unknown) => Effect.logWarning("a live stream ended", error)
+
+const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration, direct: DirectResponse) => {
+  const timer = keepAliveTimer(direct, keepAlive)
   const written = (bytes: Uint8Array) => {
-    timer?.refresh()
+    timer.refresh()
     return Chunk.of(bytes)
   }
   const body = Stream.concat(
     // A first comment flushes the headers at once, so a client knows it is connected before any event.
-    Stream.sync(arm),
+    Stream.sync(timer.arm),
     Stream.mapChunksEffect(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.succeed(Chunk.empty()) : Effect.map(bytesOf(chunk), written))).pipe(
-      // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
-      Stream.catchAll((error) => Stream.drain(Stream.fromEffect(Effect.logWarning("a live stream ended", error))))
+      Stream.catchAll((error) => Stream.drain(Stream.fromEffect(endedBy(error))))
     )
   )
   return HttpServerResponse.stream(body, sseHeaders)
+}
+
+/**
+ * How many bytes a client following a session's {@link FanOut} may leave unsent (written to its
+ * response, not yet taken by its socket) before the fan-out stops writing to it: past that, the
+ * client is let go to read on by itself from its last event once its socket has drained — the
+ * gap read from the store. The bytes are the batches' shared buffers, so the clients holding the
+ * same batches hold them once.
+ */
+export const maxHeldBytes = 4 * 1024 * 1024
+
+/** Bytes one step of a fan-out writes before it yields (so the loop turns between big writes to hundreds of sockets). */
+const bytesPerStep = 256 * 1024
+/** How long one step of a fan-out writes before it yields. */
+const msPerStep = 2
+/** A fan-out's writes of a batch that took less than this are not followed by a pause (see `deliver`). */
+const minPauseMs = 1
+/** The longest pause after a batch's writes (see `deliver`). */
+const maxPauseMs = 20
+
+/** A client following a session's shared watch. */
+interface Follower {
+  readonly direct: FollowedResponse
+  /** The last sequence written to it. */
+  last: number
+  /** The shared watch it follows, while it does. */
+  hub: Hub | undefined
+  /** Wakes its fiber once let go: it writes on by itself from `last + 1`. */
+  wake: (() => void) | undefined
+  /** The keep-alive timer's re-arm. */
+  readonly written: () => void
+}
+
+/** A session's shared watch: every batch of it encoded once and written to each follower. */
+interface Hub {
+  readonly sessionId: string
+  readonly followers: Set<Follower>
+  /** The last sequence handed to the followers: each has every event up to it, and is handed every later one. */
+  last: number
+  fiber: Fiber.RuntimeFiber<void> | undefined
+}
+
+/**
+ * The `/live` responses of an engine's sessions on a Node server, each session's clients fed by one
+ * watch (see {@link fanOut}).
+ */
+export interface FanOut {
+  /** The `/live` response of a session from `fromSequence` on, written to `direct`. */
+  readonly response: (sessionId: string, fromSequence: number, keepAlive: Duration.Duration, direct: FollowedResponse) => HttpServerResponse.HttpServerResponse
+  /** How many clients of a session follow its shared watch now. @internal */
+  readonly following: (sessionId: string) => number
+}
+
+/**
+ * `/live` on a Node server with one watch per session, not per client (issue 20's paced turns: a
+ * model's stream commits about one delta at a time, and a watch per client cost every client a
+ * fiber's wake-up and a run through the stream's machinery per commit, ~80 µs of the server's CPU an
+ * event a client with 100 clients). A session's clients that have every event up to the shared
+ * watch's last follow it: its fiber takes each batch from the session's feed, encodes it once
+ * ({@link bytesOf}) and writes the same bytes to each follower's response — a client's cost per
+ * batch is a `write`, its fiber parked. A client behind (one that asked for older events, or was
+ * let go) writes by itself through its own watch, as {@link response} does — the platform writing
+ * each batch once its socket has room — until it has caught up, then follows. A follower whose
+ * socket holds more than {@link maxHeldBytes} unsent is written to no more: it is let go, and once
+ * its socket has drained its own watch reads what it missed from the store, then live events
+ * until it follows again — every event once, in order, on the same connection; a stalled client
+ * costs at most that many bytes (shared with the others') and holds neither the loop nor the
+ * other clients. The shared watch ends when its last follower leaves.
+ */
+export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => Stream.Stream<AgentEvent.AgentEvent, E>, options?: {
+  /** See {@link maxHeldBytes}. */
+  readonly maxHeldBytes?: number
+}): FanOut => {
+  const maxHeld = options?.maxHeldBytes ?? maxHeldBytes
+  const hubs = new Map<string, Hub>()
+
+  const leave = (follower: Follower) => {
+    const hub = follower.hub
+    if (hub === undefined) return
+    follower.hub = undefined
+    hub.followers.delete(follower)
+    if (hub.followers.size > 0) return
+    if (hubs.get(hub.sessionId) === hub) hubs.delete(hub.sessionId)
+    hub.fiber?.unsafeInterruptAsFork(FiberId.none)
+  }
+
+  /** Let go: its fiber writes on by itself. */
+  const letGo = (follower: Follower) => {
+    leave(follower)
+    const wake = follower.wake
+    follower.wake = undefined
+    wake?.()
+  }
+
+  /** A batch's bytes to one follower; how many were written. */
+  const hand = (hub: Hub, follower: Follower, events: ReadonlyArray<AgentEvent.AgentEvent>, bytes: Uint8Array): number => {
+    if (follower.hub !== hub) return 0
+    const first = events[0]!.sequence
+    const last = events[events.length - 1]!.sequence
+    if (follower.last >= last) return 0
+    const direct = follower.direct
+    // Gone: its close lets it go.
+    if (direct.destroyed || direct.writableEnded) return 0
+    if (direct.writableLength > maxHeld || follower.last < first - 1) {
+      letGo(follower)
+      return 0
+    }
+    // A follower that joined with some of the batch already written: the rest, encoded events shared.
+    const out = follower.last < first ? bytes : joined(Chunk.unsafeFromArray(events.slice(follower.last - first + 1)))
+    follower.last = last
+    // Written to the socket now, not in a tick of Node's: the time it takes is in the step's clock.
+    direct.cork()
+    direct.write(out)
+    direct.uncork()
+    follower.written()
+    return out.length
+  }
+
+  /**
+   * A batch to every follower, once encoded; a yield whenever a step has written `bytesPerStep` or
+   * taken `msPerStep`. Then, when the writes took a while, a pause as long (up to `maxPauseMs`)
+   * before the next batch is taken: a socket write costs about the same for one event as for many
+   * (tens of µs on loopback, the kernel's send and the reader's wake-up), so while the server's
+   * writes use half its time the batches grow instead — a hundred clients of a model streaming a
+   * delta a millisecond cost a write each per few deltas, not per delta, and the turn itself
+   * (its commits, in the same process) is not slowed to the pace of the writes.
+   */
+  const deliver = (hub: Hub, chunk: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<void> => {
+    if (Chunk.isEmpty(chunk)) return Effect.void
+    return Effect.flatMap(bytesOf(chunk), (bytes) => {
+      const events = Chunk.toReadonlyArray(chunk)
+      const followers = Array.from(hub.followers)
+      hub.last = Math.max(hub.last, events[events.length - 1]!.sequence)
+      let next = 0
+      let spent = 0
+      const step = (): Effect.Effect<void> => {
+        const start = performance.now()
+        let written = 0
+        let now = start
+        while (next < followers.length && written < bytesPerStep && now - start < msPerStep) {
+          written += hand(hub, followers[next++]!, events, bytes)
+          now = performance.now()
+        }
+        spent += now - start
+        if (next < followers.length) return Effect.zipRight(Effect.yieldNow(), Effect.suspend(step))
+        return spent < minPauseMs ? Effect.void : Effect.sleep(Duration.millis(Math.min(spent, maxPauseMs)))
+      }
+      return step()
+    })
+  }
+
+  /** The shared watch's run; once it ends (its watch failed), every follower is let go: each reads on by itself. */
+  const run = (hub: Hub): Effect.Effect<void> =>
+    Stream.runForEachChunk(Stream.suspend(() => watch(hub.sessionId, hub.last + 1)), (chunk) => deliver(hub, chunk)).pipe(
+      Effect.catchAllCause(() => Effect.void),
+      Effect.ensuring(Effect.sync(() => {
+        if (hubs.get(hub.sessionId) === hub) hubs.delete(hub.sessionId)
+        for (const follower of Array.from(hub.followers)) letGo(follower)
+      }))
+    )
+
+  /** Follows the session's shared watch (started when there is none); false when it is ahead of the follower. */
+  const join = (sessionId: string, follower: Follower): Effect.Effect<boolean> =>
+    Effect.suspend(() => {
+      const hub = hubs.get(sessionId)
+      if (hub !== undefined) {
+        if (follower.last < hub.last) return Effect.succeed(false)
+        hub.followers.add(follower)
+        follower.hub = hub
+        return Effect.succeed(true)
+      }
+      const started: Hub = { sessionId, followers: new Set([follower]), last: follower.last, fiber: undefined }
+      hubs.set(sessionId, started)
+      follower.hub = started
+      // A daemon: it outlives the follower that started it while others follow; the last to leave stops it.
+      return Effect.map(Effect.forkDaemon(run(started)), (fiber) => {
+        started.fiber = fiber
+        // Left before its fiber was known.
+        if (started.followers.size === 0) fiber.unsafeInterruptAsFork(FiberId.none)
+        return true
+      })
+    })
+
+  /** Parked while following; resumes once let go (or at once, when let go already). */
+  const parked = (follower: Follower) =>
+    Effect.async<void>((resume) => {
+      if (follower.hub === undefined) return resume(Effect.void)
+      follower.wake = () => resume(Effect.void)
+      return Effect.sync(() => {
+        follower.wake = undefined
+        leave(follower)
+      })
+    })
+
+  /** Once the response's socket has taken what it holds (or at once). */
+  const drained = (direct: FollowedResponse) =>
+    Effect.async<void>((resume) => {
+      if (!direct.writableNeedDrain || direct.destroyed || direct.writableEnded) return resume(Effect.void)
+      // Gone before it drains: the platform interrupts this fiber.
+      direct.once("drain", () => resume(Effect.void))
+    })
+
+  const body = (sessionId: string, fromSequence: number, direct: FollowedResponse, written: () => void) =>
+    Effect.gen(function*() {
+      const follower: Follower = { direct, last: fromSequence - 1, hub: undefined, wake: undefined, written }
+      /** The client's own watch, while it writes by itself. */
+      let own: { readonly pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<E>>; readonly scope: Scope.CloseableScope } | undefined
+      /** Whether it may follow the shared watch: not right after it was let go (its own watch reads the gap first). */
+      let mayFollow = true
+      const closeOwn = Effect.suspend(() => {
+        const closing = own
+        own = undefined
+        return closing === undefined ? Effect.void : Scope.close(closing.scope, Exit.void)
+      })
+      yield* Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => leave(follower)), closeOwn))
+      const ownPull = Effect.suspend(() => {
+        if (own !== undefined) return Effect.succeed(own.pull)
+        // Uninterruptible: a scope made is one the finalizer closes (the pull only runs the watch when pulled).
+        return Effect.uninterruptible(Effect.flatMap(Scope.make(), (scope) =>
+          Effect.map(Scope.extend(Stream.toPull(watch(sessionId, follower.last + 1)), scope), (pull) => {
+            own = { pull, scope }
+            return pull
+          })))
+      })
+      const byItself: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.flatMap(ownPull, (pull) =>
+        Effect.matchEffect(pull, {
+          onFailure: (error) => Option.isNone(error) ? Effect.fail(Option.none()) : Effect.zipRight(endedBy(error.value), Effect.fail(Option.none())),
+          onSuccess: (chunk) => {
+            // Only the events past what was written (a watch from `last + 1` has no other).
+            if (Chunk.isEmpty(chunk)) return Effect.succeed(Chunk.empty<Uint8Array>())
+            return Effect.map(bytesOf(chunk), (bytes) => {
+              follower.last = Chunk.unsafeLast(chunk).sequence
+              mayFollow = true
+              written()
+              return Chunk.of(bytes)
+            })
+          }
+        }))
+      const next: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
+        if (!mayFollow) return byItself
+        const hub = hubs.get(sessionId)
+        // Behind the shared watch; or writing by itself with none to follow (a client let go, the
+        // others gone): it goes on with its own, rather than start one from where it is each batch.
+        if (hub === undefined ? own !== undefined : follower.last < hub.last) return byItself
+        return Effect.flatMap(Effect.zipRight(closeOwn, join(sessionId, follower)), (following) =>
+          following
+            ? Effect.zipRight(parked(follower), Effect.suspend(() => {
+              // Let go: its own watch reads on once the socket has room.
+              mayFollow = false
+              return Effect.as(drained(direct), Chunk.empty<Uint8Array>())
+            }))
+            : byItself)
+      })
+      return Stream.repeatEffectChunkOption(next)
+    })
+
+  return {
+    following: (sessionId) => hubs.get(sessionId)?.followers.size ?? 0,
+    response: (sessionId, fromSequence, keepAlive, direct) => {
+      const timer = keepAliveTimer(direct, keepAlive)
+      const stream = Stream.concat(
+        // A first comment flushes the headers at once, so a client knows it is connected before any event.
+        Stream.sync(timer.arm),
+        Stream.unwrapScoped(body(sessionId, fromSequence, direct, timer.refresh))
+      )
+      return HttpServerResponse.stream(stream, sseHeaders)
+    }
+  }
 }
 
 /**

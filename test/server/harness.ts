@@ -70,6 +70,8 @@ export interface Options {
   readonly policy?: PermissionPolicy.Options
   /** Hears every read of the store that starts past the first event (a watcher reading a gap). */
   readonly onReadFrom?: (sessionId: string, fromSequence: number) => void
+  /** Hears every watch of a session the engine is asked for (`watchSession`), from the sequence it starts at. */
+  readonly onWatch?: (sessionId: string, fromSequence: number) => void
   /** How long a connection may take to send a request's headers (the server's `Listen.headersTimeout`). */
   readonly headersTimeout?: string
   /** How many connections may be open without having sent a request with a credential (the server's `Listen.maxUnauthenticatedConnections`). */
@@ -120,7 +122,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
         }
       } satisfies EventStore.EventStore["Type"]))
     ).pipe(Layer.provide(jsonl))
-    const engine = SessionEngine.layer({
+    const engineLayer = SessionEngine.layer({
       ...(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }),
       ...(options.maxResponse === undefined ? {} : { maxResponse: options.maxResponse })
     }).pipe(
@@ -136,6 +138,17 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       Layer.provide(PermissionPolicy.layer(options.policy)),
       Layer.provide(NodeContext.layer)
     )
+    const onWatch = options.onWatch
+    const engine = onWatch === undefined ? engineLayer : Layer.effect(
+      SessionEngine.SessionEngine,
+      Effect.map(SessionEngine.SessionEngine, (inner) => ({
+        ...inner,
+        watchSession: (input) => {
+          onWatch(input.sessionId, input.fromSequence ?? 1)
+          return inner.watchSession(input)
+        }
+      } satisfies SessionEngine.SessionEngine.Service))
+    ).pipe(Layer.provide(engineLayer))
     const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0, ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout as never }),
       ...(options.maxUnauthenticatedConnections === undefined ? {} : { maxUnauthenticatedConnections: options.maxUnauthenticatedConnections })
     }).pipe(Layer.provideMerge(engine)), scope)

@@ -1,0 +1,168 @@
+/**
+ * `/live` on a Node server (`Live.fanOut`), over a session feed the test drives (the engine's
+ * `Watchers` and an in-memory log) and responses that stand for Node's: a session's clients share
+ * one watch, each commit's events are encoded once and written to every client (no watch, fiber
+ * run or encoding of its own per client per commit); a client whose socket stops taking bytes is
+ * written to no more past a bound, and once it drains it reads what it missed from the store and
+ * follows again — every event once, in order — while the others go on.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Stream from "effect/Stream"
+import * as Watchers from "../../src/engine/Watchers.js"
+import type { AgentEvent } from "../../src/index.js"
+import { Live } from "../../src/server.js"
+import { liveEvent } from "./liveEvents.js"
+
+/** A session's log and feed: `publish` stores a commit and hands it to the feed; `watch` is the engine's watch over them, counted. */
+const session = (capacity = 4096) => {
+  const log: Array<AgentEvent.AgentEvent> = []
+  const feed = Watchers.make(capacity)
+  const watches: Array<number> = []
+  const read = (from: number) => Stream.suspend(() => Stream.fromIterable(log.filter((event) => event.sequence >= from)))
+  const watch = (sessionId: string, from: number) =>
+    Stream.unwrapScoped(Effect.map(Effect.zipLeft(feed.subscribe(sessionId), Effect.sync(() => watches.push(from))), (live) =>
+      Watchers.watch(live, read(from), from, read)))
+  const publish = (...events: ReadonlyArray<AgentEvent.AgentEvent>) => {
+    log.push(...events)
+    feed.publish("s", events)
+  }
+  return { watch, publish, watches }
+}
+
+/**
+ * A Node response as the fan-out sees it. A stalled one holds what is written to it (its
+ * `writableLength`) until `drain`.
+ */
+const response = () => {
+  const written: Array<Uint8Array> = []
+  const drains: Array<() => void> = []
+  const state = { held: 0, stalled: false, maxHeld: 0 }
+  const direct: Live.FollowedResponse = {
+    writableEnded: false,
+    destroyed: false,
+    get writableNeedDrain() {
+      return state.held > 0
+    },
+    get writableLength() {
+      return state.held
+    },
+    write: (bytes) => {
+      written.push(bytes)
+      if (state.stalled) state.held += bytes.length
+      state.maxHeld = Math.max(state.maxHeld, state.held)
+      return state.held === 0
+    },
+    once: (event, listener) => {
+      if (event === "drain") drains.push(listener)
+    },
+    cork: () => undefined,
+    uncork: () => undefined
+  }
+  const text = () => Buffer.concat(written).toString()
+  return {
+    direct,
+    state,
+    text,
+    ids: () => Array.from(text().matchAll(/^id: (\d+)$/gm), (m) => Number(m[1])),
+    drain: () => {
+      state.stalled = false
+      state.held = 0
+      for (const listener of drains.splice(0)) listener()
+    }
+  }
+}
+
+/** What `@effect/platform-node` does with a stream body: each chunk's buffers written, waiting for `drain` when a write says the socket is full. */
+const platform = (body: ReturnType<Live.FanOut["response"]>, direct: Live.FollowedResponse) => {
+  if (body.body._tag !== "Stream") throw new Error("not a stream")
+  return Stream.runForEachChunk(body.body.stream as Stream.Stream<Uint8Array>, (chunk) => {
+    let full = false
+    for (const bytes of Chunk.toReadonlyArray(chunk)) full = !direct.write(bytes) || full
+    return full ? Effect.async<void>((resume) => void direct.once("drain", () => resume(Effect.void))) : Effect.void
+  })
+}
+
+/** Lets the fibers run until `done` holds (no clock: yields only). */
+const until = (done: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; !done(); i++) {
+      if (i > 200_000) throw new Error("never came")
+      yield* Effect.yieldNow()
+    }
+  })
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+
+describe("/live fan-out", () => {
+  it.scopedLive("clients of a session share one watch, and each commit is encoded once whatever their number", () =>
+    Effect.gen(function*() {
+      const commits = 30
+      for (const clients of [1, 40]) {
+        const { publish, watch, watches } = session()
+        publish(liveEvent(1))
+        const fan = Live.fanOut(watch)
+        const responses = Array.from({ length: clients }, response)
+        const fibers = yield* Effect.forEach(responses, (r) => Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct), r.direct)))
+        yield* until(() => fan.following("s") === clients)
+        const before = Live.encoded()
+        // One event a commit, each delivered before the next (a paced model's stream).
+        for (let sequence = 2; sequence < 2 + commits; sequence++) {
+          publish(liveEvent(sequence))
+          yield* until(() => responses.every((r) => r.ids().length === sequence - 1))
+        }
+        expect(Live.encoded() - before).toBe(commits)
+        // One watch of the session for all of them, from where they asked.
+        expect(watches).toEqual([2])
+        for (const r of responses) {
+          expect(r.text()).toBe(": connected\n\n" + range(2, 1 + commits).map((s) => Live.encode(liveEvent(s))).join(""))
+        }
+        yield* Effect.forEach(fibers, Fiber.interrupt)
+        // The last client gone, the shared watch ends.
+        expect(fan.following("s")).toBe(0)
+      }
+    }))
+
+  it.scopedLive("a stalled client is written to no more past the bound; drained, it reads the gap from the store and follows again", () =>
+    Effect.gen(function*() {
+      const frame = Live.message(liveEvent(10)).length
+      const maxHeldBytes = 5 * frame
+      // The feed keeps only a few events: the stalled client's gap is read from the log.
+      const { publish, watch, watches } = session(4)
+      publish(liveEvent(1))
+      const fan = Live.fanOut(watch, { maxHeldBytes })
+      const [stalled, ...readers] = Array.from({ length: 3 }, response)
+      const fibers = yield* Effect.forEach([stalled!, ...readers], (r) => Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct), r.direct)))
+      yield* until(() => fan.following("s") === 3)
+      stalled!.state.stalled = true
+      let sequence = 2
+      for (; sequence < 60; sequence++) {
+        publish(liveEvent(sequence))
+        yield* until(() => readers.every((r) => r.ids().length === sequence - 1))
+      }
+      // Let go once it held more than the bound: what it holds stays under the bound and one batch, and the others were not held.
+      expect(fan.following("s")).toBe(2)
+      expect(stalled!.state.maxHeld).toBeLessThanOrEqual(maxHeldBytes + frame)
+      const before = stalled!.ids()
+      expect(before.length).toBeLessThan(20)
+      expect(watches).toEqual([2])
+      // It reads again: its own watch from its last event on (the gap from the store), then it follows again.
+      stalled!.drain()
+      yield* until(() => stalled!.ids().length === sequence - 2)
+      expect(watches).toEqual([2, before.at(-1)! + 1])
+      yield* until(() => fan.following("s") === 3)
+      for (const end = sequence + 10; sequence < end; sequence++) {
+        publish(liveEvent(sequence))
+        yield* until(() => [stalled!, ...readers].every((r) => r.ids().length === sequence - 1))
+      }
+      for (const r of [stalled!, ...readers]) {
+        expect(r.ids()).toEqual(range(2, sequence - 1))
+        expect(r.text()).toBe(": connected\n\n" + range(2, sequence - 1).map((s) => Live.encode(liveEvent(s))).join(""))
+      }
+      yield* Effect.forEach(fibers, Fiber.interrupt)
+      expect(fan.following("s")).toBe(0)
+    }))
+})

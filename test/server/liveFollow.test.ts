@@ -1,0 +1,64 @@
+/**
+ * `/live` over real HTTP, many clients of a session that commits a delta at a time (a paced model):
+ * the clients that have the session's events share one watch of the engine — not a watch, and a
+ * fiber's run, each per commit — and each event is encoded once; every client reads every event
+ * once, in order, each frame the stored line.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { readFileSync } from "node:fs"
+import { get } from "node:http"
+import { join } from "node:path"
+import type { AgentEvent } from "../../src/index.js"
+import { Live } from "../../src/server.js"
+import { startIn } from "./harness.js"
+
+/** A `/live` reader: `connected` once its first comment came; `done` with the body's text once it holds `turn.completed`'s frame. */
+const reader = (url: string, token: string) => {
+  let onConnected!: () => void
+  const connected = new Promise<void>((resolve) => (onConnected = resolve))
+  const done = new Promise<string>((resolve, reject) => {
+    let text = ""
+    const request = get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        text += chunk
+        if (text.startsWith(": connected\n\n")) onConnected()
+        const end = text.indexOf("event: turn.completed\n")
+        if (end >= 0 && text.indexOf("\n\n", end) >= 0) {
+          request.destroy()
+          resolve(text)
+        }
+      })
+    })
+    request.on("error", reject)
+  })
+  return { connected, done }
+}
+
+describe("/live with many clients of a paced turn", () => {
+  it.scopedLive("the clients share one watch of the session and one encoding of each event; each reads every event once", () =>
+    Effect.gen(function*() {
+      const clients = 20
+      const watches: Array<number> = []
+      const { dataDir, server } = yield* startIn({
+        responses: [{ chunks: Array.from({ length: 40 }, (_, i) => `d${i} `), delay: "1 millis" }],
+        onWatch: (_, from) => watches.push(from)
+      })
+      const { sessionId } = yield* server.client.sessions.create({ payload: {} })
+      // From the session's end (its `session.created`), as a reconnecting client asks.
+      const url = `${server.url}/sessions/${sessionId}/live?after=1`
+      const readers = Array.from({ length: clients }, () => reader(url, server.token))
+      yield* Effect.promise(() => Promise.all(readers.map((r) => r.connected)))
+      const encodedBefore = Live.encoded()
+      yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "go" } })
+      const texts = yield* Effect.promise(() => Promise.all(readers.map((r) => r.done)))
+      const stored = readFileSync(join(dataDir, "sessions", `${sessionId}.jsonl`), "utf8").trim().split("\n").slice(1)
+      const expected = ": connected\n\n" + stored.slice(1).map((line, i) =>
+        `id: ${i + 2}\nevent: ${(JSON.parse(line) as AgentEvent.AgentEvent).type}\ndata: ${line}\n\n`).join("")
+      for (const text of texts) expect(text).toBe(expected)
+      // One watch of the engine for the twenty, and each live event encoded once.
+      expect(watches).toEqual([2])
+      expect(Live.encoded() - encodedBefore).toBe(stored.length - 1)
+    }), 60_000)
+})
