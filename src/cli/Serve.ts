@@ -319,6 +319,14 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     // Loaded only here: the HTTP stack costs start-up time for every other command.
     const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
     const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
+    // A token the user chose is the server's only guard against guessing (the bearer header is not
+    // rate limited): one weaker than `Security.minTokenBits` is refused.
+    if (fromEnv !== undefined && fromEnv !== "" && Security.tokenBits(fromEnv) < Security.minTokenBits) {
+      return yield* new CliError({
+        reason: "invalid_arguments",
+        message: `EFFECT_AGENT_TOKEN is too weak to guard the server (about ${Security.tokenBits(fromEnv)} bits, at least ${Security.minTokenBits}: e.g. 22 random letters and digits, or \`openssl rand -base64 32\`); leave it unset for a random token each start`
+      })
+    }
     const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
     // `--host` given as a name (not an address) is a name clients use: allowed too.
     // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of

@@ -154,7 +154,7 @@ const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<F
  */
 export const CreateSession = optionalBody(Schema.Struct({
   cwd: Schema.optional(Schema.String),
-  mcpServers: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
+  mcpServers: Schema.optional(McpConfig.ServersByName)
 }))
 /**
  * A whole number JavaScript holds exactly (at most 2^53 - 1). That a limit is positive the engine

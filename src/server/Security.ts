@@ -180,15 +180,34 @@ export type Attempt = { readonly _tag: "Open" } | { readonly _tag: "Wait"; reado
 /**
  * The login form's rate limit, for the whole server (every client of a loopback server is the same
  * machine): after the n-th wrong token in a row, the next attempt waits 2^(n-1) seconds (at most 15
- * minutes) — six tries in the first minute, then fewer and fewer. An attempt made while waiting is
- * refused without looking at the token, so waiting out the limit is the only way on. A right token
- * clears it. Its `now` is monotonic time (`MonotonicTime`): on the wall clock, a clock stepped back an
+ * minutes) — six tries in the first minute, then fewer and fewer. A wrong token sent while waiting
+ * is refused (429) and not counted; the right token always signs in, and clears it (the limit used to
+ * refuse every attempt while waiting, and any local process could lock the user out with four
+ * wrong tokens). Its `now` is monotonic time (`MonotonicTime`): on the wall clock, a clock stepped back an
  * hour locked the form for an hour more, and one stepped forward ended the wait at once.
  */
 export interface LoginThrottle {
   readonly attempt: (now: number) => Attempt
   readonly failed: (now: number) => void
   readonly succeeded: () => void
+}
+
+/**
+ * The least strength `serve` takes of a token the user chose (`EFFECT_AGENT_TOKEN`), in bits: the
+ * bearer header is not rate limited (a 3-character token was found in 14,165 guesses, 122 s), so
+ * the token's strength is the guard. The token `serve` makes itself has 256.
+ */
+export const minTokenBits = 128
+
+/**
+ * An estimate of a token's strength in bits, as if each of its characters were drawn at random from
+ * the character classes it uses (lower-case letters 26, upper-case 26, digits 10, anything else 33).
+ * An upper bound: a chosen word is weaker than it says, but a short token is always refused.
+ */
+export const tokenBits = (token: string): number => {
+  const classes = [[/[a-z]/, 26], [/[A-Z]/, 26], [/[0-9]/, 10], [/[^a-zA-Z0-9]/, 33]] as const
+  const alphabet = classes.reduce((size, [pattern, count]) => pattern.test(token) ? size + count : size, 0)
+  return alphabet === 0 ? 0 : Math.floor([...token].length * Math.log2(alphabet))
 }
 
 /** The longest wait between two attempts. */

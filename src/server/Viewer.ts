@@ -151,15 +151,19 @@ export const layer = HttpApiBuilder.Router.use((router) =>
           Effect.option
         )
         if (body._tag === "None") return json(400, "BadRequest", "Send {\"token\": \"…\"}")
-        const now = yield* MonotonicTime.millis
-        const attempt = config.loginThrottle.attempt(now)
-        if (attempt._tag === "Wait") {
-          const seconds = Math.ceil(attempt.retryAfterMillis / 1000)
-          return json(429, "TooManyRequests", `Too many wrong tokens: try again in ${seconds} s`).pipe(
-            HttpServerResponse.setHeader("retry-after", String(seconds))
-          )
-        }
+        // The right token always signs in: the limit slows wrong ones only. Any local process can
+        // post here (its Origin is only a header), and four wrong tokens locked the user's right one
+        // out for up to 15 minutes. The token is the secret (`serve` refuses a weak one); the bearer
+        // header answers a guess as plainly, unlimited, so the limit never hid whether one was right.
         if (!Security.matches(config.token, body.value.token)) {
+          const now = yield* MonotonicTime.millis
+          const attempt = config.loginThrottle.attempt(now)
+          if (attempt._tag === "Wait") {
+            const seconds = Math.ceil(attempt.retryAfterMillis / 1000)
+            return json(429, "TooManyRequests", `Too many wrong tokens: try again in ${seconds} s`).pipe(
+              HttpServerResponse.setHeader("retry-after", String(seconds))
+            )
+          }
           config.loginThrottle.failed(now)
           return json(401, "Unauthorized", "That is not the server's token")
         }

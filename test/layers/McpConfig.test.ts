@@ -30,6 +30,13 @@ describe("MCP configuration files", () => {
     expect(McpConfig.parse("{", "f.json")).toMatchObject({ _tag: "Left", left: expect.stringContaining("not valid JSON") })
   })
 
+  it("a __proto__ server name, env variable or header is refused, not dropped", () => {
+    // JSON.stringify cannot write an own `__proto__` key: the texts are written out.
+    for (const text of ['{"mcpServers": {"__proto__": {"command": "x"}}}', '{"mcpServers": {"a": {"command": "x", "env": {"__proto__": "v"}}}}', '{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp", "headers": {"__proto__": "v"}}}}']) {
+      expect(McpConfig.parse(text, "f.json")).toMatchObject({ _tag: "Left", left: expect.stringContaining("__proto__") })
+    }
+  })
+
   it("describes a server without its env values or header values", () => {
     expect(McpConfig.describe("gh", { command: "npx", args: ["-y", "server"], env: { GITHUB_TOKEN: "secret" } })).toBe("gh: runs \"npx -y server\" with GITHUB_TOKEN set")
     expect(McpConfig.describe("web", { url: "https://example.test/mcp", headers: { Authorization: "Bearer secret" } })).not.toContain("secret")

@@ -24,12 +24,12 @@ const setup = (sessionServers: unknown) => {
   )
   const auth = { authorization: `Bearer ${token}` }
   const list = async () => (await (await handler(new Request("http://127.0.0.1/sessions", { headers: auth }))).json()) as Array<{ sessionId: string }>
-  const create = (signal?: AbortSignal) =>
+  const create = (signal?: AbortSignal, body = JSON.stringify({ mcpServers: { s: { command: "x" } } })) =>
     handler(new Request("http://127.0.0.1/sessions", {
       method: "POST",
       ...(signal === undefined ? {} : { signal }),
       headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({ mcpServers: { s: { command: "x" } } })
+      body
     }))
   return { dispose, create, list }
 }
@@ -84,6 +84,32 @@ describe("POST /sessions with MCP servers", () => {
     expect(response.status).toBe(500)
     expect(body.error).toBe("ServerMisconfigured")
     expect(body.message).toContain("(cwd, servers) => Effect<{ bind: (sessionId) => Effect<void>, discard: Effect<void> }>")
+    expect(sessions).toEqual([])
+  })
+
+  // Decoded into a record, a `__proto__` key set the record's prototype and was gone: a server of
+  // that name, or such an env or header entry, was dropped and the session created without it (201).
+  it("a __proto__ server name, env variable or header is a 400 naming it, and stores nothing", async () => {
+    const started: Array<unknown> = []
+    const { create, dispose, list } = setup((_cwd: string, servers: unknown) =>
+      Effect.sync(() => started.push(servers)).pipe(Effect.as({ bind: () => Effect.void, discard: Effect.void })))
+    const bodies = [
+      '{"mcpServers": {"__proto__": {"command": "x"}}}',
+      '{"mcpServers": {"s": {"command": "x", "env": {"__proto__": "y"}}}}',
+      '{"mcpServers": {"s": {"url": "http://127.0.0.1:1/mcp", "headers": {"__proto__": "y"}}}}'
+    ]
+    const answers: Array<{ status: number; message: string }> = []
+    for (const body of bodies) {
+      const response = await create(undefined, body)
+      answers.push({ status: response.status, message: ((await response.json()) as { message: string }).message })
+    }
+    const sessions = await list()
+    await dispose()
+    for (const answer of answers) {
+      expect(answer.status).toBe(400)
+      expect(answer.message).toContain("__proto__")
+    }
+    expect(started).toEqual([])
     expect(sessions).toEqual([])
   })
 })

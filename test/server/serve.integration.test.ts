@@ -146,6 +146,18 @@ describe("effect-agent serve", () => {
     await server.done
   })
 
+  // The bearer header is not rate limited (a 3-character token was found in 14,165 guesses): a
+  // weak token of the user's was the server's whole guard, and `serve` took any.
+  it("refuses an EFFECT_AGENT_TOKEN weaker than 128 bits, and starts nothing", async () => {
+    const cwd = join(dir, "weak")
+    mkdirSync(cwd, { recursive: true })
+    const refused = await run(["serve", "--port", "0", "--data-dir", join(cwd, ".data")], { cwd, env: { EFFECT_AGENT_TOKEN: "abc123" } })
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain("EFFECT_AGENT_TOKEN is too weak")
+    expect(refused.stderr).not.toContain("abc123")
+    expect(refused.stderr).not.toContain("listening on")
+  })
+
   it("each session follows the settings file of its own cwd, as far as the user trusts it", async () => {
     const write = (path: string) => ({ toolCalls: [{ tool: "write_file", args: { path, content: "x" } }] })
     const { server, token, url } = await launch("policies", {}, [write("a.txt"), { chunks: ["ok"] }, write("b.txt"), write("c.txt"), write("d.txt")])

@@ -180,18 +180,22 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       // 40 KB of `0x` as TypeScript: highlight.js took 2.3 s at 32 KB, again at each render while it streamed.
       const numbers = "0x".repeat(20_000)
       const code = `\`\`\`ts\n${numbers}\n\`\`\``
+      // Bidi controls in prose and in a code block: shown raw, a suggested command read in another
+      // order than it runs (calls were escaped, answers not). A zero-width joiner in an emoji stays.
+      const bidi = "Run `ls \u202e txt.exe`, it is safe.\n\n```sh\nrm -rf \u2067./build\u2069 \u202e/ \n```\n\nfamily 👨\u200d👩\u200d👧"
       const { server } = yield* startIn({
         token,
         responses: [
           { chunks: [nested] },
           { chunks: [delimiters] },
           { chunks: [code] },
-          { chunks: ["Fine **again**."] }
+          { chunks: ["Fine **again**."] },
+          { chunks: [bidi] }
         ]
       })
       const { context } = yield* browser
       const { errors, page } = yield* openSession(context, server)
-      for (const [n, message] of ["nest", "delimit", "code", "again"].entries()) {
+      for (const [n, message] of ["nest", "delimit", "code", "again", "bidi"].entries()) {
         yield* Effect.promise(() => page.fill("#message", message))
         yield* Effect.promise(() => page.click("#send"))
         yield* Effect.promise(() => page.waitForSelector(`.turn:nth-of-type(${n + 1}) [data-end=final]`))
@@ -204,6 +208,12 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       expect(yield* Effect.promise(() => page.locator(".turn:nth-of-type(3) .markdown pre code span").count())).toBe(0)
       // An ordinary answer after them is Markdown as ever.
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(4) .markdown strong"))).toBe("again")
+      // Escaped as a call's text is, in prose and code alike; the emoji's joiners kept.
+      const shown = (yield* Effect.promise(() => page.textContent(".turn:nth-of-type(5) .markdown")))!
+      expect(shown).not.toMatch(/[\u202e\u2067\u2069]/)
+      expect(shown).toContain("ls \\u202e txt.exe")
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(5) .markdown pre code"))).toContain("rm -rf \\u2067./build\\u2069 \\u202e/")
+      expect(shown).toContain("family 👨\u200d👩\u200d👧")
       expect(errors).toEqual([])
       yield* Effect.promise(() => page.close())
     }), { timeout: 120_000 })

@@ -13,7 +13,14 @@ import * as Address from "../../domain/Address.js"
 import * as SettingsFile from "../settings/SettingsFile.js"
 import * as McpNames from "./McpNames.js"
 
-const Strings = Schema.Record({ key: Schema.String, value: Schema.String })
+/**
+ * A record's key: any string but `__proto__`, which decoding into a record made the record's
+ * prototype — an entry of that name (a server, an env variable, a header) was silently dropped.
+ * It is refused as a key the record does not take.
+ */
+const Key = Schema.String.pipe(Schema.filter((key) => key !== "__proto__", { message: () => "\"__proto__\" is not a name" }))
+
+const Strings = Schema.Record({ key: Key, value: Schema.String })
 
 /** A server's calls' time limit in milliseconds (`"timeout"`, as other agents name it), instead of `McpTools`' `callTimeout`. */
 const Timeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 24 * 60 * 60 * 1000)))
@@ -57,11 +64,19 @@ const givenKeys = (actual: unknown): string => {
   return keys.length === 0 ? ", not {}" : `, not {${keys.slice(0, 10).map((key) => JSON.stringify(key.slice(0, 40))).join(", ")}}`
 }
 
+/** The field of a refused server whose entries name `__proto__` (see `Key`), for its message. */
+const protoField = (actual: unknown): string | undefined =>
+  typeof actual !== "object" || actual === null ? undefined : ["env", "headers"].find((field) => {
+    const entries = (actual as Record<string, unknown>)[field]
+    return typeof entries === "object" && entries !== null && Object.hasOwn(entries, "__proto__")
+  })
+
 /** One configured server. */
 export const Server = Schema.Union(Stdio, Http).annotations({
   message: (issue) => ({
     message: typeof issue.actual === "object" && issue.actual !== null && (issue.actual as { type?: unknown }).type === "sse"
       ? "the \"sse\" transport is not supported: use the server's Streamable HTTP endpoint (type \"http\")"
+      : protoField(issue.actual) !== undefined ? `${protoField(issue.actual)}: "__proto__" is not a name`
       : `a server is {"command", "args"?, "env"?} or {"url", "headers"?}${givenKeys(issue.actual)}`,
     override: true
   })
@@ -69,9 +84,12 @@ export const Server = Schema.Union(Stdio, Http).annotations({
 /** One configured server. */
 export type Server = typeof Server.Type
 
+/** The servers by name, as a request or a configuration file gives them (no `__proto__` name). */
+export const ServersByName = Schema.Record({ key: Key, value: Server })
+
 /** A configuration file. */
 export const File = Schema.Struct({
-  mcpServers: Schema.Record({ key: Schema.String, value: Server }).pipe(
+  mcpServers: ServersByName.pipe(
     Schema.filter((servers) => {
       const bad = Object.keys(servers).find((name) => !McpNames.isServerName(name))
       return bad === undefined ? undefined : { path: [bad], message: McpNames.serverNameRule }

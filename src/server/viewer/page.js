@@ -81,9 +81,9 @@ const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: 
 // What the session pane draws of a heavy log (a session of 20,000 turns, a turn of 5,000 calls, a
 // 10 MB answer or tool output: drawn whole, opening one held the tab for seconds and kept 45,000
 // nodes): the latest `turns` turns and lines, the latest `items` items of each turn, the first
-// `characters` of a text — each with a button that shows more, so every event stays reachable.
+// `characters` of a text, the first `lines` lines of an edit's diff — each with a button that shows more, so every event stays reachable.
 // `shown` holds what the user asked to see of the open session.
-const bounds = { turns: 50, items: 200, characters: 100_000 }
+const bounds = { turns: 50, items: 200, characters: 100_000, lines: 2_000 }
 const freshShown = () => ({ turns: bounds.turns, items: new Map(), whole: new Set(), redraw: new Set(), earlier: undefined })
 // `redraw`: the turns kept drawn that show more now (more of their items, a whole text), drawn again once.
 // `earlier`: the "Show earlier" line drawn last, and the number of turns it names.
@@ -338,11 +338,51 @@ const asksNode = (call) => {
   return el("div", { class: "asks", "data-asks": call.toolCallId }, ...fields.map(([key, value]) => el("div", { "data-field": key, textContent: `${key}: ${shownField(value)}` })))
 }
 
+// Each edit's diff and its drawn block, made once per call's arguments (the log's own object, the
+// same in every fold of it) and kept while the fold holds them: the open turn is drawn again at each
+// render, and scrubbing draws every shown turn at each position — one 30,000-line `write_file`
+// waiting for approval was diffed and drawn anew at each (a rename of the session: 12–33 s of this
+// tab, the Allow beside it unusable). At most `bounds.lines` lines (and `bounds.characters`
+// characters) are drawn, with a button that draws the rest.
+const diffs = new WeakMap()
+const diffing = { runs: 0 }
+const diffOf = (call) => {
+  if (call.args === null || typeof call.args !== "object") return undefined
+  let kept = diffs.get(call.args)
+  if (kept === undefined) {
+    diffing.runs++
+    diffs.set(call.args, kept = { entries: editDiff(call.tool, call.args), whole: undefined, node: undefined })
+  }
+  if (kept.entries === undefined) return undefined
+  const key = `${call.toolCallId}:diff`
+  const whole = state.shown.whole.has(key)
+  if (kept.node === undefined || kept.whole !== whole) {
+    const { entries, more } = boundedLines(kept.entries, whole, key)
+    kept.node = diffNode(call.args.path, entries)
+    if (more !== undefined) kept.node.append(more)
+    kept.whole = whole
+  }
+  return kept.node
+}
+// The first lines of a diff, at most `bounds.lines` of them and `bounds.characters` characters,
+// unless the user asked for all of it: the lines to draw, and the button that draws the rest.
+const boundedLines = (entries, whole, key) => {
+  if (whole) return { entries, more: undefined }
+  let shown = 0
+  for (let characters = 0; shown < entries.length && shown < bounds.lines; shown++) {
+    characters += entries[shown].text.length + 1
+    if (characters > bounds.characters) break
+  }
+  if (shown === entries.length) return { entries, more: undefined }
+  const part = shown === 0 ? [{ ...entries[0], text: entries[0].text.slice(0, bounds.characters) }] : entries.slice(0, shown)
+  return { entries: part, more: moreButton("text", `Show all ${entries.length.toLocaleString("en")} lines`, (all) => all.whole.add(key)) }
+}
+
 // What a call does, as a user reads it: an edit as its diff, a command as a terminal block, anything
 // else as its arguments, the key fields first and a long rest folded.
 const callBody = (call) => {
-  const diff = editDiff(call.tool, call.args)
-  if (diff !== undefined) return diffNode(call.args.path, diff)
+  const diff = diffOf(call)
+  if (diff !== undefined) return diff
   if (call.tool === "shell" && typeof call.args?.command === "string") {
     const output = call.status === "completed" ? bounded(`${call.toolCallId}:result`, raw(call.result)) : call.status === "running" && call.progress ? bounded(`${call.toolCallId}:progress`, call.progress) : undefined
     const node = terminalNode(call.args.command, output?.text, call.status === "completed" ? call.exitCode : undefined)
@@ -692,8 +732,8 @@ $("filters").addEventListener("submit", (e) => { e.preventDefault(); refreshSess
 const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
 $("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))
 
-// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown; how many events were folded.
-window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses, folded: () => folding.steps }
+// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown; how many events were folded; how many edits were diffed.
+window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses, folded: () => folding.steps, diffs: () => diffing.runs }
 
 // The session a link names in the fragment; none where it is no valid percent-encoding (`/#%`: a
 // hand-typed or another page's link), which threw before the page was done starting.

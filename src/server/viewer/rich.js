@@ -19,7 +19,7 @@ import typescript from "highlight.js/lib/languages/typescript"
 import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
-import { Edit, markdownStyleable, RenderCache, visible } from "./viewer.js"
+import { Edit, markdownStyleable, RenderCache, visible, visibleProse } from "./viewer.js"
 export { editDiff } from "./editDiff.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
@@ -97,16 +97,18 @@ export const markdownParses = () => parses
 const plainHtml = (text) => `<p class="plain">${escapeHtml(text)}</p>`
 
 /**
- * The model's Markdown as sanitized HTML — or as plain text when it is of a shape marked is far from
+ * The model's Markdown as sanitized HTML, its bidi controls and invisible characters escaped — or as plain text when it is of a shape marked is far from
  * linear on (see `MarkdownLimits`: seconds to minutes of this tab, on every frame while it streams),
  * or when marked fails on it.
  */
 export const markdownHtml = (text) => texts.get(text, () => {
   parses++
+  // Bidi controls and invisible characters escaped (`visibleProse`), in code blocks too.
+  const shown = visibleProse(text)
   try {
-    return markdownStyleable(text) ? DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim() : plainHtml(text)
+    return markdownStyleable(shown) ? DOMPurify.sanitize(marked.parse(shown, { async: false }), allowed).trim() : plainHtml(shown)
   } catch {
-    return plainHtml(text)
+    return plainHtml(shown)
   }
 })
 

@@ -18,6 +18,15 @@ export * as RenderCache from "./RenderCache.js"
 export const visible = (text: string): string => FormatCharacters.escapeFormat(text)
 
 /**
+ * The model's prose and code blocks as the page shows them: its bidi controls and invisible
+ * characters escaped as a call's are (`visible`) — a command the model suggests in its answer read
+ * in another order than it runs — but the zero-width (non-)joiners, which shape letters and emoji
+ * sequences and hide nothing.
+ */
+export const visibleProse = (text: string): string =>
+  text.split(/([\u200c\u200d])/).map((part, i) => i % 2 === 1 ? part : visible(part)).join("")
+
+/**
  * A call's path, command or pattern beside its name (`path: …`), as the CLI's question and ACP's
  * title show it: quoted when it holds a character that does not show as itself. In the call's
  * box, which keeps line breaks, a path holding one showed lines of its own (`command: …`).
