@@ -85,7 +85,20 @@ const distance = (a: string, b: string): number => {
 }
 
 /** The known name `word` most likely meant: one a letter or two away, or the only one it begins. */
-const nearest = (word: string, names: Iterable<string>): string | undefined => {
+/**
+ * Other agents' names for a command, with what does it here: `resume` printed only "unknown command"
+ * (review 59c), the user left to guess `chat --resume`.
+ */
+const otherNames: Readonly<Record<string, string>> = {
+  resume: "chat --resume",
+  continue: "chat --continue",
+  approvals: "pending",
+  list: "sessions",
+  ls: "sessions",
+  history: "sessions"
+}
+
+export const nearest = (word: string, names: Iterable<string>): string | undefined => {
   // A one-letter flag is too short to guess from, but -v is the usual spelling of --version.
   if (/^-[A-Za-z]$/.test(word)) return word.toLowerCase() === "-v" ? "--version" : undefined
   const all = [...names]
@@ -180,7 +193,7 @@ const find = (commands: ReadonlyArray<AnyCommand>, args: ReadonlyArray<string>):
       continue
     }
     if (atRoot) {
-      const guess = token === "help" || token === "version" ? `--${token}` : nearest(token, top.keys())
+      const guess = token === "help" || token === "version" ? `--${token}` : (otherNames[token] ?? nearest(token, top.keys()))
       return `unknown command ${terminalSafe(token)}${guess === undefined ? "" : ` (did you mean ${guess}?)`}; effect-agent --help lists the commands`
     }
     if (shape.subcommands.size > 0 && !shape.takesArguments) {

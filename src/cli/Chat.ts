@@ -23,6 +23,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, Plural, type SessionBusy, SessionEngine, type SessionNotFound, Tokens } from "../index.js"
 import * as Approvals from "./Approvals.js"
+import * as Argv from "./Argv.js"
 import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
 import * as ImageFiles from "./ImageFiles.js"
@@ -469,7 +470,8 @@ export const chat = (
         }
         const command = slashCommand(text)
         if (command !== undefined) {
-          note(`effect-agent: unknown command ${command} (/help lists the commands; start a message with // to send it as /…)`)
+          const guess = Argv.nearest(command, ["/help", "/cancel", "/exit", "/drop", "/image"])
+          note(`effect-agent: unknown command ${command} (${guess === undefined ? "" : `did you mean ${guess}? `}/help lists the commands; start a message with // to send it as /…)`)
           if (!running()) term.prompt(idlePrompt, "idle")
           return false
         }

@@ -1,5 +1,5 @@
 /**
- * The model flags (`--provider`, `--model`, `--base-url`, `--script`, `--no-prompt-cache`, the thinking ones):
+ * The model flags (`--provider`, `--model`, `--base-url`, `--script`, `--record-requests`, `--no-prompt-cache`, the thinking ones):
  * definitions only, for the command tree; the model layer they choose is in Models.ts.
  *
  * @since 0.10.0
@@ -22,6 +22,10 @@ export const options = {
   script: Help.existingFile("script").pipe(
     Options.optional,
     Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
+  ),
+  recordRequests: Options.text("record-requests").pipe(
+    Options.optional,
+    Options.withDescription("Append every request the model is sent to this file, one JSON line each (a new or regular file; never through a link)")
   ),
   noPromptCache: Options.boolean("no-prompt-cache").pipe(
     Options.withDescription("Send Anthropic no prompt-cache breakpoints (as \"promptCaching\": false in your settings does); cached tokens are still reported")
@@ -54,6 +58,8 @@ export interface Choice {
   readonly model: Option.Option<string>
   readonly baseUrl: Option.Option<string>
   readonly script: Option.Option<string>
+  /** `--record-requests`: the file every request the model is sent is appended to. */
+  readonly recordRequests?: Option.Option<string> | undefined
   /** `--no-prompt-cache`; absent means false. */
   readonly noPromptCache?: boolean | undefined
   /** `--thinking-budget`; absent (or none) asks for no thinking unless the environment does. */

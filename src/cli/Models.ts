@@ -15,6 +15,8 @@ import * as Redacted from "effect/Redacted"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as NodeFsSync from "node:fs"
+import * as NodePath from "node:path"
 import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import type { AnthropicModelProvider as AnthropicPublic } from "../anthropic.js"
 import { CliError } from "./CliError.js"
@@ -108,33 +110,64 @@ const thinkingShown = (options: ThinkingOptions): string =>
 /** The entries whose value is not `undefined`: an absent option is no key at all. */
 const definedOnly = <A extends object>(options: A): Partial<A> => Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
 
-/** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
-const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
+/**
+ * A `--script` file: the fake model's script. It no longer names a file to record the requests to
+ * (`recordRequestsTo`, now `--record-requests`): a shared cassette's `"../../.bashrc"` appended every
+ * request — the project's `AGENTS.md` in it — to the user's start-up file, unsaid (review 59c).
+ */
+const ScriptFile = FakeModelProvider.Script
 // A key the script does not know is an error naming it: a typo (`"chunk"` for `"chunks"`) would
 // otherwise decode as an empty answer and the run would exit 0.
 const decodeScript = Schema.decodeUnknown(ScriptFile, { onExcessProperty: "error" })
 
-/** Appends every request the model receives to a file, one JSON line each: what a script run sent. */
 /** A request's image bytes (a `Map` of blob hash to bytes) as JSON: each image in base64, by its hash. */
 const imagesAsBase64 = (_key: string, value: unknown) =>
   value instanceof Map ? Object.fromEntries(Array.from(value, ([hash, bytes]: [string, Uint8Array]) => [hash, Buffer.from(bytes).toString("base64")])) : value
 
+/**
+ * Appends `text` to `file` in one `write(2)`: a new file (`0600`) or a regular one, never through a
+ * link at its name (`O_NOFOLLOW`: a repository's `requests.jsonl` shipped as a link to `~/.bashrc`
+ * fails `ELOOP`) nor blocking on a pipe (`O_NONBLOCK`).
+ */
+const appendRegular = (file: string, text: string): void => {
+  const fd = NodeFsSync.openSync(file, NodeFsSync.constants.O_WRONLY | NodeFsSync.constants.O_APPEND | NodeFsSync.constants.O_CREAT | NodeFsSync.constants.O_NOFOLLOW | NodeFsSync.constants.O_NONBLOCK, 0o600)
+  try {
+    if (!NodeFsSync.fstatSync(fd).isFile()) throw Object.assign(new Error("not a regular file"), { code: "EINVAL" })
+    NodeFsSync.writeSync(fd, text)
+  } finally {
+    NodeFsSync.closeSync(fd)
+  }
+}
+
+/** `--record-requests`: appends every request the model receives to a file, one JSON line each. */
 const recordingTo = (file: string) =>
   Layer.effect(
     ModelProvider.ModelProvider,
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const inner = yield* ModelProvider.ModelProvider
-      return {
-        ...inner,
-        stream: (request) =>
-          Stream.unwrap(fs.writeFileString(file, JSON.stringify(request, imagesAsBase64) + "\n", { flag: "a" }).pipe(
-            Effect.orDie,
-            Effect.as(inner.stream(request))
-          ))
-      }
-    })
+    Effect.map(ModelProvider.ModelProvider, (inner) => ({
+      ...inner,
+      stream: (request: ModelProvider.ModelRequest) =>
+        Stream.unwrap(Effect.try(() => appendRegular(file, JSON.stringify(request, imagesAsBase64) + "\n")).pipe(
+          Effect.orDie,
+          Effect.as(inner.stream(request))
+        ))
+    }))
   )
+
+/**
+ * `--record-requests <file>` checked before the run: a file that is there must be a regular file
+ * (a link, a folder or a pipe is refused, naming it), and its folder must exist.
+ */
+const recordFile = (choice: Choice) =>
+  Effect.gen(function*() {
+    const file = choice.recordRequests === undefined ? undefined : Option.getOrUndefined(choice.recordRequests)
+    if (file === undefined) return undefined
+    const info = yield* Effect.sync(() => NodeFsSync.lstatSync(file, { throwIfNoEntry: false }))
+    const folder = yield* Effect.sync(() => NodeFsSync.statSync(NodePath.dirname(NodePath.resolve(file)), { throwIfNoEntry: false }))
+    const problem = info !== undefined && !info.isFile() ? (info.isSymbolicLink() ? "is a link (the requests are never written through one)" : "is not a regular file")
+      : folder?.isDirectory() !== true ? "is in a folder that does not exist" : undefined
+    if (problem !== undefined) return yield* new CliError({ reason: "invalid_arguments", message: `--record-requests ${terminalSafe(file)} ${problem}` })
+    return file
+  })
 
 /** An API key from configuration (the environment), if one is set and not blank. */
 const apiKey = (name: string) =>
@@ -171,7 +204,12 @@ const readScript = (file: string) =>
     Effect.flatMap((text): Effect.Effect<typeof ScriptFile.Type, CliError | ParseResult.ParseError> => {
       // A syntax error says where: `--script file:line:column: not valid JSON: …`.
       const json = ProjectSettings.parseJson(text, `--script ${file}`)
-      return json.ok ? decodeScript(json.value) : Effect.fail(new CliError({ reason: "invalid_file", message: json.message }))
+      if (!json.ok) return Effect.fail(new CliError({ reason: "invalid_file", message: json.message }))
+      // The key that named where requests are recorded is the runner's flag now (`ScriptFile`): said so, not just "unexpected".
+      if (typeof json.value === "object" && json.value !== null && "recordRequestsTo" in json.value) {
+        return Effect.fail(new CliError({ reason: "invalid_file", message: `--script ${file}: recordRequestsTo is no longer read from a script file; name the file with --record-requests <file>` }))
+      }
+      return decodeScript(json.value)
     }),
     // One line: the first issue's path and message, not the schema's whole tree.
     Effect.mapError((error) =>
@@ -207,6 +245,15 @@ const atBaseUrl = (baseURL: string | undefined) => baseURL === undefined ? "" : 
  * `model` names it in words for a line of the command's own (`serve`'s start banner).
  */
 export const chosen = (choice: Choice) =>
+  Effect.flatMap(recordFile(choice), (file) =>
+    Effect.map(chosenModel(choice), (model) =>
+      file === undefined ? model : {
+        ...model,
+        notice: Effect.zipRight(model.notice, Console.error(`effect-agent: appending every request the model is sent to ${terminalSafe(file)} (--record-requests).`)),
+        layer: recordingTo(file).pipe(Layer.provide(model.layer))
+      }))
+
+const chosenModel = (choice: Choice) =>
   Effect.gen(function*() {
     const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
     // Before any request (fetch refuses `user:password@` with no system code: "could not reach …"), never quoting it.
@@ -264,9 +311,8 @@ export const chosen = (choice: Choice) =>
       }
     }
     if (Option.isSome(choice.script)) {
-      const { recordRequestsTo, ...script } = yield* readScript(choice.script.value)
-      const fake = FakeModelProvider.layer(script)
-      return { model: `the scripted model (${choice.script.value})`, notice: Effect.void, layer: recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake)) }
+      const script = yield* readScript(choice.script.value)
+      return { model: `the scripted model (${choice.script.value})`, notice: Effect.void, layer: FakeModelProvider.layer(script) }
     }
     return {
       model: "the built-in echo model (no API key set: ANTHROPIC_API_KEY, OPENAI_API_KEY)",

@@ -175,16 +175,17 @@ export const list = ({ cwd, search, ...options }: ListInput) =>
     const store = yield* EventStore.EventStore
     const { damaged, sessions: summaries } = yield* store.listing
     yield* warnDamaged(damaged)
-    if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${Flags.storeName(options)}.`)
     const shown = Session.filterSummaries(summaries, {
       cwd: Option.getOrUndefined(Option.map(cwd, storedDirectory)),
       search: Option.getOrUndefined(search)
     })
     if (shown.length === 0) {
-      // A folder that is gone can still have sessions (they are listed above); one that never was is most likely a typo.
+      // A folder that is gone can still have sessions (they are listed above); one that never was is
+      // most likely a typo — in an empty store too (review 59c: `--cwd ./srcc` there exited 0).
       if (Option.isSome(cwd) && !existsSync(cwd.value)) {
         return yield* new CliError({ reason: "invalid_arguments", message: `--cwd ${Render.terminalSafe(cwd.value)}: no such folder, and no session ran there` })
       }
+      if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${Flags.storeName(options)}.`)
       if (summaries.length > 0) yield* Console.error("No session matches.")
       return
     }

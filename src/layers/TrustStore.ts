@@ -16,6 +16,7 @@ import * as NodePath from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -46,14 +47,24 @@ export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update
 
 const absolute = (dir: string) => dir !== "" && NodePath.isAbsolute(dir)
 
+/** Whether the ignored relative `EFFECT_AGENT_CONFIG_DIR` was said (once a process). */
+let relativeSaid = false
+
 /**
- * The user's config folder: `EFFECT_AGENT_CONFIG_DIR` (resolved against the current directory), else
+ * The user's config folder: `EFFECT_AGENT_CONFIG_DIR` (when absolute), else
  * `$XDG_CONFIG_HOME/effect-agent` (when absolute, as the XDG spec says), else `~/.config/effect-agent`.
+ * A relative `EFFECT_AGENT_CONFIG_DIR` is ignored, with a warning on stderr once: resolved against the
+ * current directory, it made "your settings" and `trusted.json` the files of whichever repository a
+ * command ran in (review 59c), as XDG's spec says a relative `XDG_CONFIG_HOME` would.
  */
 export const configDir: Effect.Effect<string> = Effect.gen(function*() {
   const read = (name: string) => Config.option(Config.string(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
   const own = yield* read("EFFECT_AGENT_CONFIG_DIR")
-  if (Option.isSome(own) && own.value !== "") return NodePath.resolve(own.value)
+  if (Option.isSome(own) && absolute(own.value)) return NodePath.resolve(own.value)
+  if (Option.isSome(own) && own.value !== "" && !relativeSaid) {
+    relativeSaid = true
+    yield* Console.error(`effect-agent: EFFECT_AGENT_CONFIG_DIR=${JSON.stringify(own.value)} is not an absolute path, so it is ignored (a relative one would name a folder in each project you run in)`)
+  }
   // The XDG spec: a relative XDG_CONFIG_HOME is invalid and ignored.
   const xdg = Option.filter(yield* read("XDG_CONFIG_HOME"), absolute)
   if (Option.isSome(xdg)) return NodePath.join(xdg.value, "effect-agent")

@@ -24,14 +24,14 @@ describe("effect-agent acp: image content blocks", () => {
     mkdirSync(cwd, { recursive: true })
     const requests = join(dir, "requests.jsonl")
     const script = join(dir, "script.json")
-    writeFileSync(script, JSON.stringify({ images: true, recordRequestsTo: requests, responses: [
+    writeFileSync(script, JSON.stringify({ images: true, responses: [
       { chunks: ["A gradient."] },
       { chunks: ["Reading it."], toolCalls: [{ tool: "read_file", args: { path: "photo.png" } }] },
       { chunks: ["The same gradient."] }
     ] }))
     writeFileSync(join(cwd, "photo.png"), png)
     const storage = ["--data-dir", join(dir, "data")]
-    const agent = scratch.launch(["--script", script, ...storage], { cwd })
+    const agent = scratch.launch(["--script", script, "--record-requests", requests, ...storage], { cwd })
     const init = await agent.initialize()
     expect(init.agentCapabilities?.promptCapabilities).toMatchObject({ image: true })
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })

@@ -34,7 +34,7 @@ const setup = (name: string, responses: ReadonlyArray<FakeModelProvider.Scripted
   mkdirSync(cwd, { recursive: true })
   const script = join(cwd, "script.json")
   const requests = join(cwd, "requests.jsonl")
-  writeFileSync(script, JSON.stringify({ recordRequestsTo: requests, responses }))
+  writeFileSync(script, JSON.stringify({ responses }))
   // A tool call that runs until the test says so (by creating `go`): a turn that is surely still running.
   writeFileSync(join(cwd, "wait.sh"), "while [ ! -e go ]; do sleep 0.05; done\necho released\n")
   return { cwd, script, requests }
@@ -69,7 +69,7 @@ describe("effect-agent chat, piped stdin (subprocess)", () => {
 
   it("a line during a running turn steers it (turn.steered after the tool's result, in the next request); >> queues a follow-up that runs as its own turn; /drop drops the queue", async () => {
     const { cwd, requests, script } = setup("steer", [waitingShell, { chunks: ["steered answer"] }, { chunks: ["follow-up done"] }])
-    const chat = start(["chat", "--script", script, "--allow", "shell:sh wait.sh", "--data-dir", dataDir], { cwd })
+    const chat = start(["chat", "--script", script, "--record-requests", requests, "--allow", "shell:sh wait.sh", "--data-dir", dataDir], { cwd })
     chat.child.stdin!.write("start the work\n")
     await chat.waitForStderr(/⚙ shell sh wait\.sh/)
     chat.child.stdin!.write("also mention the weather\n")
@@ -314,7 +314,8 @@ describe("effect-agent chat: commands, --continue and --resume", () => {
     mkdirSync(cwd, { recursive: true })
     const chat = start(["chat", "--data-dir", dataDir], { cwd })
     chat.child.stdin!.write("/exti\n")
-    await chat.waitForStderr(/unknown command \/exti/)
+    // Review 59c: the typo got no hint.
+    await chat.waitForStderr(/unknown command \/exti \(did you mean \/exit\? \/help lists the commands/)
     chat.child.stdin!.write("//exti is a typo\n")
     await chat.waitForStdout(/Echo: \/exti is a typo\n/)
     chat.child.stdin!.end("/etc/hosts is a file\n")

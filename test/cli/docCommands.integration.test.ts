@@ -168,6 +168,8 @@ const cannotRunHere: ReadonlyArray<readonly [page: string, holds: string, why: s
   // `npm pack` and installing the tarball with its peers from the registry: test/package does both, offline.
   ["README.md", "npm pack", "test/package packs this repository and installs the tarball"],
   ["docs/embedding.md", "npm pack", "test/package packs this repository and installs the tarball"],
+  // `npm link` installs into the machine's global npm folder; `~/src/…` are the reader's folders.
+  ["README.md", "npm link", "changes the machine's global npm folder (test/package runs the packed bin)"],
   // Packages from the registry.
   ["docs/embedding.md", "@effect/opentelemetry", "installs from the npm registry"],
   ["docs/testing.md", "npm install -D vitest", "installs from the npm registry"],

@@ -70,9 +70,8 @@ for (const store of ["jsonl", "sqlite"] as const) {
       expect(before.at(-1)?.type).toBe("tool.started")
 
       const requests = join(dir, `requests-${store}.jsonl`)
-      const next = await run(["run", "what happened?", "--session", sessionId, ...common, "--script", writeScript(`next-${store}.json`, {
-        responses: [{ chunks: ["The build was interrupted."] }],
-        recordRequestsTo: requests
+      const next = await run(["run", "what happened?", "--session", sessionId, ...common, "--record-requests", requests, "--script", writeScript(`next-${store}.json`, {
+        responses: [{ chunks: ["The build was interrupted."] }]
       })], { cwd })
       expect(next.code).toBe(0)
       expect(next.stdout).toBe("The build was interrupted.\n")

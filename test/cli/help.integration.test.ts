@@ -70,6 +70,9 @@ describe("a mistyped command or flag", () => {
   it.each([
     [["run", "--alow", "shell", "hi"], "effect-agent: run: unknown option --alow (did you mean --allow?); effect-agent run --help lists the options"],
     [["runn", "hi"], "effect-agent: unknown command runn (did you mean run?); effect-agent --help lists the commands"],
+    // Review 59c: another agent's name for a command printed only "unknown command".
+    [["resume"], "effect-agent: unknown command resume (did you mean chat --resume?); effect-agent --help lists the commands"],
+    [["approvals"], "effect-agent: unknown command approvals (did you mean pending?); effect-agent --help lists the commands"],
     [["sessions", "--serch", "x"], "effect-agent: sessions: unknown option --serch (did you mean --search?); effect-agent sessions --help lists the options"],
     [["sessions", "list"], "effect-agent: sessions: unknown subcommand list; sessions has rename"],
     [["chat", "--contine"], "effect-agent: chat: unknown option --contine (did you mean --continue?); effect-agent chat --help lists the options"],

@@ -120,6 +120,10 @@ describe("sessions --cwd of a folder that is not there", () => {
     const typo = await cli(dir, ["sessions", "--cwd", missing, "--data-dir", data])
     expect(typo.code).toBe(1)
     expect(typo.stderr).toBe(`effect-agent: --cwd ${missing}: no such folder, and no session ran there\n`)
+    // Review 59c: in a store with no session yet, the typo exited 0 with "No sessions in …".
+    const empty = await cli(dir, ["sessions", "--cwd", missing, "--data-dir", join(folder("cwd-empty"), "data")])
+    expect(empty.code).toBe(1)
+    expect(empty.stderr).toBe(`effect-agent: --cwd ${missing}: no such folder, and no session ran there\n`)
     rmSync(gone, { recursive: true })
     const listed = await cli(dir, ["sessions", "--cwd", gone, "--data-dir", data])
     expect(listed.code, listed.stderr).toBe(0)

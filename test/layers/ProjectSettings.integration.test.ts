@@ -371,7 +371,10 @@ describe("TrustStore", () => {
         })
       }
       expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: "/x/own", XDG_CONFIG_HOME: "/x/xdg" })).toBe("/x/own")
-      expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: "own", XDG_CONFIG_HOME: "/x/xdg" })).toBe(join(process.cwd(), "own"))
+      // Review 59c: a relative one named a folder in whatever repository the command ran in (its
+      // trusted.json, "your settings"); ignored now, as XDG's spec says of its own variables.
+      expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: "own", XDG_CONFIG_HOME: "/x/xdg" })).toBe("/x/xdg/effect-agent")
+      expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: "./own", XDG_CONFIG_HOME: undefined, HOME: "/x/home" })).toBe("/x/home/.config/effect-agent")
       expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: undefined, XDG_CONFIG_HOME: "/x/xdg" })).toBe("/x/xdg/effect-agent")
       expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: undefined, XDG_CONFIG_HOME: "relative", HOME: "/x/home" })).toBe("/x/home/.config/effect-agent")
     }))

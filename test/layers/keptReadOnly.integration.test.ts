@@ -121,6 +121,18 @@ describe("git's hooks and editors' settings in any workspace: .husky/, the folde
     await expectProtected(cwd, "write_file", ".idea/workspace.xml")
   })
 
+  // Review 59c: the other editors' project settings run programs too (Zed's and Helix's language
+  // servers and tasks, a dev container's host-side initializeCommand, Neovim's and Vim's exrc).
+  it("writes into the other editors' settings ask like .vscode/: .zed/, .helix/, .devcontainer/, .nvim.lua, .exrc", async () => {
+    const cwd = NodePath.join(root, "repo-editors")
+    NodeFs.mkdirSync(cwd, { recursive: true })
+    execFileSync("git", ["init", "-q"], { cwd })
+    for (const path of [".zed/settings.json", ".zed/tasks.json", ".helix/languages.toml", ".devcontainer/devcontainer.json", ".devcontainer.json", ".nvim.lua", ".nvimrc", ".exrc", "sub/.Zed/tasks.json"]) {
+      await expectProtected(cwd, "write_file", path)
+    }
+    await expectEditable(cwd, "write_file", "zed/notes.md")
+  })
+
   // Review 52: the other hook managers' installed hooks read these at the user's next commit, outside
   // the sandbox; in acceptEdits the model wrote them without a question, while .husky/ asked.
   it("writes of a git hook manager's config ask like .husky/: pre-commit's, lefthook's, overcommit's, lint-staged's, any case and depth", async () => {

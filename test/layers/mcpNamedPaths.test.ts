@@ -20,4 +20,14 @@ describe("McpFiles.namedPaths stops once a file names more than trust covers", (
     const named = McpFiles.namedPaths("/work/project", { x: { command: "node", args: ["tools/mcp"] } })
     expect(named).toEqual([..."node tools/mcp".split(" ").flatMap((n) => [n, ...[".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".sh", ".json"].map((s) => n + s)])].sort())
   })
+
+  it("an interpreter's script is bound whatever its name; its data after it is not (review 59c)", () => {
+    const named = (server: { command: string; args?: Array<string> }) => McpFiles.namedPaths("/work/project", { x: server })
+    expect(named({ command: "python3", args: ["-u", "server.md", "--db", "./x.db"] })).toContain("server.md")
+    expect(named({ command: "python3", args: ["-u", "server.md", "--db", "./x.db"] })).not.toContain("x.db")
+    expect(named({ command: "node", args: ["--require", "./hook.md", "tools/server.md"] })).toEqual(expect.arrayContaining(["hook.md", "tools/server.md"]))
+    expect(named({ command: "sh", args: ["-c", "node tools/server.log --out run.log"] })).toContain("tools/server.log")
+    expect(named({ command: "sh", args: ["-c", "node tools/server.log --out run.log"] })).not.toContain("run.log")
+    expect(named({ command: "/usr/bin/python3", args: ["-m", "a.b"] })).toEqual(expect.arrayContaining(["a/__init__.py", "a/b.py", "a/b/__init__.py", "a/b/__main__.py"]))
+  })
 })

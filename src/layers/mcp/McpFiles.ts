@@ -21,7 +21,9 @@
  * What a server keeps as its data is not bound: a file whose name says it is a database, a log or
  * a document (`--db-path ./test.db`), and a folder's other files (a filesystem server given
  * `./docs`). The server writes them itself, the user and the agent edit them; bound, each such
- * write made every later session ask for trust again, which teaches nothing but to say yes.
+ * write made every later session ask for trust again, which teaches nothing but to say yes. Never
+ * what the server runs, whatever its name (`scriptWords`): before, `node tools/server.md` bound no
+ * file, and code written into it after trust ran at the next start (review 59c).
  *
  * @since 0.5.0
  * @internal
@@ -87,7 +89,53 @@ const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
   poetry: ["pyproject.toml", "poetry.lock", "poetry.toml"],
   pipenv: ["Pipfile", "Pipfile.lock"],
   make: ["Makefile", "makefile", "GNUmakefile"],
-  just: ["justfile", "Justfile", ".justfile"]
+  just: ["justfile", "Justfile", ".justfile"],
+  // `deno task x` runs `deno.json`'s tasks or `package.json`'s scripts; `deno run` reads `deno.json`'s imports.
+  deno: ["deno.json", "deno.jsonc", "package.json"]
+}
+
+/**
+ * Interpreters: programs that run a script named by their first argument that is not an option
+ * (`node tools/server.md`, `sh run.log`). That argument is code whatever its name says, and so are
+ * the values of the options before it (`node --require ./hook.md x.js`): the data exception
+ * (`dataExtensions`) never applies to them, nor to the command itself.
+ */
+const interpreters = /^(?:node|nodejs|deno|bun|tsx|ts-node|python(?:[0-9.]*)|pypy3?|sh|bash|zsh|dash|ksh|fish|ruby|perl|php|lua(?:jit)?|Rscript|osascript|pwsh)$/
+
+/** Options of an interpreter that run code given inline (`sh -c`, `node -e`, `python -c`): no script file follows. */
+const inlineCode = new Set(["-c", "-e", "-p", "--eval", "--print"])
+
+/** Options of an interpreter that take the next word as their value (node's loaders, python's `-W`/`-X`, ruby's and perl's `-I`/`-r`). */
+const valueOptions = new Set(["-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--env-file", "--input-type", "--title", "-W", "-X", "-I", "--config"])
+
+/**
+ * The words of `program args` that are code whatever their names: for an interpreter, its script
+ * and the values of its options before it; for `python -m a.b`, the files python runs for the
+ * module (`a/__init__.py`, `a/b.py`, `a/b/__init__.py`, `a/b/__main__.py`); for `node --run x`,
+ * the `package.json` whose script it runs.
+ */
+const scriptWords = (program: string, args: ReadonlyArray<string>): { readonly code: ReadonlyArray<string>; readonly above: ReadonlyArray<string> } => {
+  const name = program.split("/").at(-1) ?? ""
+  if (!interpreters.test(name)) return { code: [], above: [] }
+  const code: Array<string> = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--") continue
+    if (!arg.startsWith("-")) return code.push(arg), { code, above: [] }
+    const [option, value] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
+    if (option === "--run") return { code: ["package.json"], above: ["package.json"] }
+    if (option === "-m" && /^python|^pypy/.test(name)) {
+      const module = (value ?? args[i + 1] ?? "").split(".").filter((part) => part !== "")
+      if (module.length === 0 || module.some((part) => part.includes("/"))) return { code, above: [] }
+      const prefixes = module.map((_, k) => module.slice(0, k + 1).join("/"))
+      code.push(...prefixes.map((prefix) => `${prefix}/__init__.py`), `${prefixes.at(-1)}.py`, `${prefixes.at(-1)}/__main__.py`)
+      return { code, above: [] }
+    }
+    if (inlineCode.has(option)) return { code, above: [] }
+    if (value !== undefined) code.push(value)
+    else if (valueOptions.has(option) && i + 1 < args.length) code.push(args[++i]!)
+  }
+  return { code, above: [] }
 }
 
 /** The most words after `uv` read for its subcommand: its global options and `tool run`, with room to spare. */
@@ -111,9 +159,16 @@ const readsNoProject = (program: string, rest: ReadonlyArray<string>): boolean =
  * each of its words; of `--option=value` its value too. With them, the files a program among those
  * words reads its commands from (`programFiles`).
  */
-const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>; readonly above: ReadonlyArray<string> } => {
+const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>; readonly code: ReadonlySet<string>; readonly above: ReadonlyArray<string> } => {
   const out: Array<string> = []
   const above: Array<string> = []
+  // The words that are code whatever their names say (`scriptWords`), the command first.
+  const code = new Set<string>([server.command])
+  const addScripts = (program: string, rest: ReadonlyArray<string>) => {
+    const scripts = scriptWords(program, rest)
+    for (const word of scripts.code) out.push(word), code.add(word)
+    above.push(...scripts.above)
+  }
   // `rest`: the words after `word` on its line, which may say the program reads no project file.
   const add = (word: string, rest: ReadonlyArray<string> = []) => {
     out.push(word)
@@ -132,15 +187,20 @@ const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>
     // A shell's separators and quotes: the words of a command line an argument holds.
     const pieces = line.split(/[\s;&|()<>'"`]+/)
     // The words after each are taken for uv alone, and a few: a line of 50,000 words stays linear.
-    if (pieces.length > 1) pieces.forEach((piece, i) => add(piece, piece.endsWith("uv") ? pieces.slice(i + 1, i + 1 + uvWords) : []))
+    if (pieces.length > 1) pieces.forEach((piece, i) => {
+      add(piece, piece.endsWith("uv") ? pieces.slice(i + 1, i + 1 + uvWords) : [])
+      // An interpreter's script on the line (`sh -c "node tools/server.md"`); a program is a line's first word or one after a separator.
+      if (interpreters.test(piece.split("/").at(-1) ?? "")) addScripts(piece, pieces.slice(i + 1, i + 1 + uvWords).filter((word) => word !== ""))
+    })
   }
   add(server.command, server.args ?? [])
+  addScripts(server.command, server.args ?? [])
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
   // A launcher that runs the project's own copy of the package it names, when there is one.
   const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
   if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched)), above.push(...RegistryFetch.localCopies(fetched))
-  return { words: out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://")), above }
+  return { words: out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://")), code, above }
 }
 
 /**
@@ -180,7 +240,7 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: Reado
       const path = NodePath.resolve(cwd, word)
       if (path === cwd || !isInside(cwd, path)) continue
       const relative = NodePath.relative(cwd, path)
-      if (dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
+      if (dataExtensions.has(NodePath.extname(relative).toLowerCase()) && !launch.code.has(word)) continue
       paths.add(relative)
       if (NodePath.extname(relative) === "") for (const suffix of suffixes) paths.add(relative + suffix)
     }

@@ -298,10 +298,27 @@ export const husky = ".husky"
  * Folders inside a workspace whose files decide what later runs do, wherever they are and in any
  * case: git's, the agent's, husky's (`.husky/`, whose scripts git's hooks run once husky is
  * installed), and editors' (`.vscode/`, `.idea/`: a task run when the folder opens, the interpreter
- * or `git` a setting names). The file tools ask before writing there and a rewind never does;
- * commands are not kept from the editors' (docs/security.md says why).
+ * or `git` a setting names; Zed's `.zed/` and Helix's `.helix/`: the language servers and tasks they
+ * run for the project; `.devcontainer/` and `.devcontainer.json`: the `initializeCommand` an editor
+ * runs on the host before it builds the container; Neovim's and Vim's project files `.nvim.lua`,
+ * `.nvimrc`, `.exrc`, which run with `exrc` set — Neovim asks before it trusts one, Vim does not).
+ * The file tools ask before writing there and a rewind never does; commands are not kept from the
+ * editors' (docs/security.md says why).
  */
-const protectedFolderNames: ReadonlySet<string> = new Set([".git", ".effect-agent", husky, ".vscode", ".idea"])
+const protectedFolderNames: ReadonlySet<string> = new Set([
+  ".git",
+  ".effect-agent",
+  husky,
+  ".vscode",
+  ".idea",
+  ".zed",
+  ".helix",
+  ".devcontainer",
+  ".devcontainer.json",
+  ".nvim.lua",
+  ".nvimrc",
+  ".exrc"
+])
 
 /**
  * What the other git hook managers' installed hooks read at each commit, outside the sandbox, as
