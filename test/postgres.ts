@@ -27,10 +27,8 @@ export const freshSchemaUrl = (label = "t"): Effect.Effect<string> =>
   })
 
 /**
- * The URL of a fresh, empty database. A cluster test needs one: `@effect/cluster` locks its shards
- * with PostgreSQL advisory locks, whose numbers depend only on the shard (not on the schema or the
- * table prefix) and which are held per database — two clusters in two schemas of one database take
- * each other's shards, and tests running side by side never settle.
+ * The URL of a fresh, empty database. A cluster test takes one, as a cluster should (docs/scaling.md):
+ * its runners' tables (`cluster_locks`, `cluster_runners`, the cluster secret) are then its own.
  */
 export const freshDatabaseUrl = (label = "t"): Effect.Effect<string> =>
   Effect.gen(function*() {

@@ -4,7 +4,7 @@
  * the routed engine and turn registry an HTTP server of this process mounts (see `Routed`).
  *
  * Before it joins, the runner checks its shard settings against the cluster's (`ShardSettings`).
- * When a runner dies, its shard locks lapse after `shardLockTtl` and its shards move to the
+ * When a runner dies or freezes, its shard locks (rows that expire) lapse after `shardLockTtl` and its shards move to the
  * runners left; the sessions they hold continue there (see `Owner`).
  *
  * The runners' port speaks `@effect/cluster`'s protocol over TCP after a handshake (`RunnerPort`):
@@ -24,12 +24,14 @@
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import { PostgresEventStore } from "../postgres.js"
 import * as ClusterSecret from "./ClusterSecret.js"
 import * as Owner from "./Owner.js"
 import * as Routed from "./Routed.js"
@@ -98,7 +100,9 @@ export const applicationName = (options: Pick<ClientOptions, "host" | "port">) =
  */
 export const client = (options: Pick<Options, "databaseUrl" | "host" | "port" | "maxConnections">): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, RunnerFailure> =>
   PgClient.layer({ url: options.databaseUrl, applicationName: applicationName(options), maxConnections: options.maxConnections ?? 8 }).pipe(
-    Layer.catchAllCause(() => Layer.fail(new RunnerFailure({ detail: "connecting to the cluster's database failed" })))
+    Layer.catchAllCause((cause) =>
+      Layer.fail(new RunnerFailure({ detail: `connecting to the cluster's database failed: ${PostgresEventStore.explainError(Cause.squash(cause))}` }))
+    )
   )
 
 /** The sharding of a runner with its settings checked first. */

@@ -559,6 +559,14 @@ export const lateCancelled = <I, S extends object, E, R>(tag: Context.Tag<I, S>,
  * `NodeClusterSocket.layer({ storage: "sql" })` with the guarded port and connections (over mutual
  * TLS with `options.tls`): the runner's transport (server and clients), its peers' health checks
  * (which connect too), SQL storage of runners and messages, msgpack.
+ *
+ * Shard locks are rows of `cluster_locks` that expire (`shardLockDisableAdvisory`), not the
+ * library's default PostgreSQL advisory locks: an advisory lock lasts as long as its connection, so
+ * a runner frozen (SIGSTOP, a VM paused) or cut off by the network — whose connection the server
+ * keeps open for hours — kept its shards, and its sessions waited with no limit. A row lasts
+ * `shardLockExpiration` past its last renewal, judged on the database's clock: once it lapsed the
+ * runners left take the shard, and a frozen runner that wakes finds it gone at its next renewal.
+ * `shardingConfig` may still set it back.
  */
 export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]>, options: Options = {}) => {
   const clients = layerClientProtocolWith(options)
@@ -574,7 +582,7 @@ export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Typ
     Layer.provide(health),
     Layer.provideMerge(lateCancelled(MessageStorage.MessageStorage, retried(SqlMessageStorage.layer))),
     Layer.provide(lateCancelled(RunnerStorage.RunnerStorage, retried(SqlRunnerStorage.layer))),
-    Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
+    Layer.provide(ShardingConfig.layerFromEnv({ shardLockDisableAdvisory: true, ...shardingConfig })),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
 }

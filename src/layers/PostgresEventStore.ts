@@ -191,13 +191,27 @@ const messageOf = (error: unknown): string => {
   return cause instanceof Error && cause.message !== "" && !own.includes(cause.message) ? `${own}: ${cause.message}` : own
 }
 
-/** The server and database a URL names, without user or password: what failures print. */
+/** What a database error means, with its code and the driver's words (never the URL or a password): what a runner that could not connect prints. */
+export const explainError = (error: unknown): string => explain(codeOf(error), messageOf(error))
+
+/**
+ * The server and database a URL names (`host:port/database`), without user or password: what
+ * failures print. A password holding an unescaped `/`, `?`, `#` or `@` ends the URL's host early,
+ * and the rest of it reads as the host, the port or the path: a URL whose one `@` is not after its
+ * user and password, with more than one `@`, or whose path holds `@` or `:`, is called unreadable,
+ * printing none of it.
+ */
 export const describeUrl = (url: Redacted.Redacted): string => {
+  const unreadable = "postgresql (an unreadable URL)"
   try {
-    const parsed = new URL(Redacted.value(url))
-    return `postgresql://${parsed.host}${parsed.pathname}`
+    const text = Redacted.value(url)
+    const parsed = new URL(text)
+    const ats = text.split("@").length - 1
+    const userInfo = parsed.username !== "" || parsed.password !== ""
+    if (ats > 1 || (ats === 1 && !userInfo) || /[@:]/.test(parsed.pathname)) return unreadable
+    return `postgresql://${parsed.hostname}${parsed.port === "" ? "" : `:${parsed.port}`}${parsed.pathname}`
   } catch {
-    return "postgresql (an unreadable URL)"
+    return unreadable
   }
 }
 

@@ -50,13 +50,13 @@ const query = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect
     Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(cluster.url()), maxConnections: 1 })), Effect.orDie)
   )
 
-/** How many shard locks each runner's database connection holds (advisory locks, by backend). */
+/** How many shard locks each runner holds: rows of `cluster_locks` renewed within the ttl (3 s), by runner. */
 const shardLocks = () =>
   query((sql) =>
-    sql<{ pid: number; locks: number }>`
-      SELECT l.pid AS pid, COUNT(*)::int AS locks FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'effect-agent-runner %' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      GROUP BY l.pid`)
+    sql<{ address: string; locks: number }>`
+      SELECT address, COUNT(*)::int AS locks FROM cluster_locks
+      WHERE acquired_at >= NOW() - INTERVAL '3 seconds'
+      GROUP BY address`)
 
 /** Whether the shards are spread over two runners, all of them between the two. */
 const spreadOverTwo = async () => {
@@ -272,6 +272,16 @@ describe("serve --cluster", () => {
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain("the secret given is shorter than 16 characters")
     expect(refused.stderr).not.toContain("tiny-secret")
+  })
+
+  it("says why connecting to the cluster's database failed, without the URL's password", { timeout: 60_000 }, async () => {
+    // review59a: the line was only "connecting to the cluster's database failed", with no cause.
+    const missing = new URL(cluster.url())
+    missing.pathname = "/no_such_database_m59"
+    const failed = await run(runnerArgs(await freePort(), writeScript("none.json", { responses: [] })), { cwd, env: { ...env(), EFFECT_AGENT_DATABASE_URL: missing.toString() } })
+    expect(failed.code).toBe(1)
+    expect(failed.stderr).toContain("connecting to the cluster's database failed: the database does not exist")
+    if (missing.password !== "") expect(failed.stderr).not.toContain(decodeURIComponent(missing.password))
   })
 
   it("refuses --cluster without the PostgreSQL store", async () => {

@@ -169,8 +169,21 @@ export const testCluster = (name: string, options: { readonly token: string; rea
     }, 90_000, describeSeen)
   }
 
+  /**
+   * A session created through `through` that `owner` drives: sessions are made and sent a cancel
+   * (which reaches each one's owner, making its entity there) until one arrives at `owner`.
+   */
+  const sessionOwnedBy = async (through: Runner, owner: Runner) =>
+    until("a session owned by the runner wanted", async () => {
+      const created = await post(through.http, "/sessions", { cwd })
+      expect(created.status).toBe(201)
+      const sessionId = created.body["sessionId"] as string
+      expect((await post(through.http, `/sessions/${sessionId}/cancel`)).status).toBe(200)
+      return owner.owned().includes(sessionId) ? sessionId : undefined
+    }, 150_000, runnersTail)
+
   /** A runner's exit, bounded. */
   const exitOf = (runner: Runner, what: string) => within(what, () => runner.process.done, 90_000, runnersTail)
 
-  return { dir, cwd, running, url: () => url, writeScript, env, launch, post, eventsOf, untilEvent, exitOf, runnersTail }
+  return { dir, cwd, running, url: () => url, writeScript, env, launch, post, eventsOf, untilEvent, exitOf, runnersTail, sessionOwnedBy }
 }

@@ -13,10 +13,10 @@ import { describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freePort } from "../../bench/support/ports.js"
-import { ofType, type Runner, testCluster, until } from "./processes.js"
+import { ofType, type Runner, testCluster } from "./processes.js"
 
 const cluster = testCluster("redelivery", { token: "redelivery-test-token-0123456789abcdef", writerLeaseTtl: "8 seconds" })
-const { cwd, eventsOf, post, untilEvent, writeScript } = cluster
+const { eventsOf, post, sessionOwnedBy, untilEvent, writeScript } = cluster
 const shards = 6
 
 const launch = async (script: string, fault?: string): Promise<Runner> => {
@@ -27,19 +27,6 @@ const launch = async (script: string, fault?: string): Promise<Runner> => {
   ]
   return cluster.launch(runnerPort, args, fault === undefined ? {} : { env: { EFFECT_AGENT_TEST_KILL_AFTER_STORED: fault } })
 }
-
-/**
- * A session created through `through` that `owner` drives: sessions are made and sent a cancel
- * (which reaches each one's owner, making its entity there) until one arrives at `owner`.
- */
-const sessionOwnedBy = async (through: Runner, owner: Runner) =>
-  until("a session owned by the runner to kill", async () => {
-    const created = await post(through.http, "/sessions", { cwd })
-    expect(created.status).toBe(201)
-    const sessionId = created.body["sessionId"] as string
-    expect((await post(through.http, `/sessions/${sessionId}/cancel`)).status).toBe(200)
-    return owner.owned().includes(sessionId) ? sessionId : undefined
-  })
 
 describe("a message whose owner dies between storing it and answering", () => {
   it("is answered from the log by the next owner and stored once: a follow-up, an approval's answer", { timeout: 180_000 }, async () => {

@@ -258,6 +258,21 @@ for (const [kind, database] of databases) {
         yield* Effect.scoped(store.acquireWriter("reused"))
       }))
 
+    test("a lease row of this process whose release was lost is taken again at once; one this process holds stays busy for its other stores", (db) =>
+      Effect.gen(function*() {
+        // mend59cluster (review59a): a release whose DELETE failed (the database down as the scope
+        // closed) left a row naming this live process; its pid said "alive", so on main every later
+        // take in this process was `SessionBusy` with itself (`pid <own pid>`) until it restarted.
+        const store = yield* storeOn(db, {})
+        const other = yield* storeOn(db, {})
+        yield* writeRow(db, "lost", Holder.current(), Number.MAX_SAFE_INTEGER)
+        yield* Scope.extend(store.acquireWriter("lost"), yield* Effect.scope)
+        expect((yield* leaseRow(db, "lost"))?.holder.pid).toBe(process.pid)
+        // A lease this process does hold is busy for another store of it, as before.
+        const busy = yield* Effect.either(Effect.scoped(other.acquireWriter("lost")))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: expect.stringContaining(`pid ${process.pid} on host ${hostname()}`) })
+      }))
+
     test("a live writer on another machine with this host name (another boot) is busy until its lease expires, not taken over at once", (db) =>
       Effect.gen(function*() {
         // mend56 (review56 F1): a holder of this host name and another boot id was judged dead

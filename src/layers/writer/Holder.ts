@@ -191,6 +191,14 @@ export const liveness = (holder: Holder, recordedBoot?: Own["recordedBoot"]): Li
 }
 
 /**
+ * Whether `holder` is this very process (this machine and pid namespace, its pid, its start time):
+ * then whether it still holds a lease is known for sure (see `Lease`), not guessed from its pid.
+ */
+export const isThisProcess = (holder: Holder): boolean =>
+  holder.pid === process.pid && !differ(holder.startTime, ownStartTime) &&
+  sameMachine({ hostname: hostname(), bootId: ownBootId, pidNamespace: ownPidNamespace, utsNamespace: ownUtsNamespace }, holder) === "judge by pid"
+
+/**
  * Whether a holder reads the same monotonic clock as this process (`CLOCK_MONOTONIC`, which
  * `process.hrtime` reads: time since boot, the same in every process and container of one boot, a
  * time namespace aside): this boot — the kernel's random boot id, which containers share whatever

@@ -8,6 +8,7 @@
  * gone: on this host (same boot, same pid namespace) its process tells at once; from anywhere else
  * only the expiry can, so a lease whose holder stopped renewing is taken over once it lapsed. A
  * takeover is a compare-and-swap on the token, so of two writers taking over one lease, one wins.
+ * Of its own rows a process knows for sure: one whose token it does not hold is a release it lost.
  *
  * The lease does not guard appends: a writer that lost its lease without knowing (paused longer
  * than the ttl, cut off from the database) is stopped by the stores' sequence check instead, which
@@ -114,6 +115,15 @@ type Attempt =
   | { readonly _tag: "Busy"; readonly holder: string }
   | { readonly _tag: "Retry" }
 
+/**
+ * The tokens of the leases this process holds or is taking, whatever its store: a row naming this
+ * process with a token not here is a lease it let go whose DELETE was lost (the database was down
+ * when the scope closed). Its pid alone said "alive" for ever, and the process was `SessionBusy`
+ * with itself until it restarted; it is taken over at once instead. A token is added before the
+ * row is written, so no reader of this process sees its row without it.
+ */
+const heldHere = new Set<string>()
+
 /** A lease row as read back (PostgreSQL returns a `bigint` column as text). */
 interface Row {
   readonly token: string
@@ -161,7 +171,12 @@ export const make = (options: Options) =>
         // On this host the holder's process tells; from another host (or container) only the expiry
         // can — and for a holder text that is not one (another release's, a hand-edited row) too:
         // judged dead, it was taken at once, whoever wrote it.
-        const liveness = holder === undefined ? "unknown" : Holder.liveness(holder)
+        // A row of this process whose token it does not hold is a release that was lost: dead.
+        const liveness = holder === undefined
+          ? "unknown"
+          : Holder.isThisProcess(holder) && !heldHere.has(row.token)
+          ? "dead"
+          : Holder.liveness(holder)
         // A holder reading our monotonic clock is judged on it: a step of the wall clock moves neither.
         const monotonicExpiry = holder !== undefined && monotonicAt !== undefined && Holder.sharesMonotonicClock(holder)
           ? monotonicExpiryOf(row.holder)
@@ -206,9 +221,16 @@ export const make = (options: Options) =>
         }
       })
 
+    /** Takes the lease as `me`, whose token is among this process's from before its first statement until a failure. */
     const take = (sessionId: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (at) => {
+        const me = identity(new Date(at))
+        heldHere.add(me.nonce)
+        return Effect.onError(takeAs(sessionId, me), () => Effect.sync(() => void heldHere.delete(me.nonce)))
+      })
+
+    const takeAs = (sessionId: string, me: Holder.Holder) =>
       Effect.gen(function*() {
-        const me = identity(new Date(yield* Clock.currentTimeMillis))
         for (let round = 0; round < 100; round++) {
           // An attempt reads the row again, so one that failed without changing anything runs again whole.
           const result = yield* retried(attempt(sessionId, me))
@@ -258,11 +280,11 @@ export const make = (options: Options) =>
         // Renewed while held; interruptible even when acquired from an uninterruptible region (the engine takes locks so).
         Effect.flatMap(take(sessionId), (me) => Effect.map(onStore(Effect.interruptible(renew(sessionId, me))), (renewer) => ({ me, renewer }))),
         // The renewer stops first, then the row goes. A release lost leaves the row to its expiry,
-        // and on this host to our process's end: run again.
+        // and to this process's next taking of it (its token is no longer held here): run again.
         ({ me, renewer }) =>
           Effect.zipRight(
             Fiber.interrupt(renewer),
             Effect.flatMap(onStore(retried(sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`).pipe(Effect.ignore)), Fiber.join)
-          )
+          ).pipe(Effect.ensuring(Effect.sync(() => void heldHere.delete(me.nonce))))
       )).pipe(Effect.asVoid)
   })
