@@ -33,6 +33,7 @@ import {
   Session,
   SessionEngine,
   type SessionState,
+  Tokens,
   ToolRouter,
   version,
   WorkingDirectory
@@ -613,6 +614,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         if (userMessage.trim() === "" && images.right.length === 0) {
           return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
         }
+        // A text the model's window could never hold is refused before anything is stored: stored, it
+        // would end this turn and every later one of the session `context_overflow` (the engine stores
+        // what it is given, and ends a request over the window so, as the contract says).
+        const over = model === undefined ? undefined : Tokens.overWindow(userMessage, model.maxContextTokens)
+        if (over !== undefined) return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "userMessage" }, `userMessage ${over}`))
         const running = yield* claim(session, arrivedAt)
         // Cancelled before it got here, it never starts: by a session/cancel that arrived after it
         // (and was handled first), or by `$/cancel_request` — the SDK aborts the signal as it reads

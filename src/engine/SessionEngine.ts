@@ -34,7 +34,6 @@ import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as SessionTitle from "../domain/SessionTitle.js"
 import * as Task from "../domain/Task.js"
-import * as Tokens from "../domain/Tokens.js"
 import type * as Image from "../domain/Image.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import type { BlobNotFound } from "../domain/Blob.js"
@@ -230,11 +229,6 @@ export declare namespace SessionEngine {
      * the session's writer lock from the store and holds it until the engine shuts down. When another
      * live process holds it the stream fails `SessionBusy` and nothing is stored. A lock left by a dead
      * process is taken over, and a turn it left open is closed `interrupted` before the new one starts.
-     *
-     * A message the model's context window could never hold — its estimate alone (`Tokens.estimate`)
-     * over the provider's `maxContextTokens` — fails `InvalidInput {field: "userMessage"}` saying so
-     * (`Tokens.overWindow`), and nothing is stored: stored, it would end this turn and every later one
-     * `context_overflow`. `steer` and `followUp` refuse such a message the same way (`field: "message"`).
      */
     readonly runTurn: (
       input: RunTurnInput
@@ -505,7 +499,6 @@ export const make = (
           if (input.userMessage.trim() === "" && given.length === 0) {
             return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
           }
-          yield* fitsWindow("userMessage", input.userMessage)
           // Checked and stored before the turn is asked for: a refused image leaves no event.
           const budget = yield* checkBudget(input.budget)
           const images = yield* Images.store(services.blobs, given)
@@ -545,22 +538,14 @@ export const make = (
         OwnedSpan.within("SessionEngine.cancelTurn", { captureStackTrace: false })
       )
 
-    /** A message the model's window could never hold is refused before it is stored (see `Tokens.overWindow`). */
-    const fitsWindow = (field: string, message: string): Effect.Effect<void, InvalidInput> => {
-      const over = Tokens.overWindow(message, services.provider.capabilities.maxContextTokens)
-      return over === undefined ? Effect.void : Effect.fail(new InvalidInput({ field, detail: over }))
-    }
-
     const steer = Effect.fn("SessionEngine.steer")(function*(input: SteerInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
-      yield* fitsWindow("message", input.message)
       const session = yield* sessions.get(input.sessionId)
       yield* SessionDriver.steer(session, { content: input.message, idempotencyKey: input.idempotencyKey }, input.turnId)
     })
 
     const followUp = Effect.fn("SessionEngine.followUp")(function*(input: SessionMessageInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
-      yield* fitsWindow("message", input.message)
       const session = yield* sessions.writable(input.sessionId)
       return { queueId: yield* SessionDriver.followUp(engine, session, { content: input.message, idempotencyKey: input.idempotencyKey }) }
     })

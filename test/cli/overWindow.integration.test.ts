@@ -3,7 +3,8 @@
  * never hold it, so that turn and every later one ended `context_overflow` — the session was lost.
  * A message the window could never hold (its estimate alone over `maxContextTokens`) is now refused
  * before it is stored, in plain words: by `run` and `chat` before a session is even made, and by
- * the engine (`InvalidInput`) for ACP's `session/prompt` — each session as it was. Through the built
+ * the ACP agent for `session/prompt` (invalid params) — each session as it was. The engine itself
+ * stores what it is given (the contract's `context_overflow` at the request). Through the built
  * CLI (the echo model: a 128,000-token window), and the ACP SDK's own client.
  */
 import * as acp from "@agentclientprotocol/sdk"

@@ -239,8 +239,7 @@ describe("overflow", () => {
       const engine = yield* SessionEngine
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
       yield* run(sessionId, "one")
-      // Under the window alone (998 tokens; one over it is refused before it is stored: overWindow.test.ts), over it as a request.
-      const huge = yield* run(sessionId, "y".repeat(3990))
+      const huge = yield* run(sessionId, "y".repeat(5000))
       expect(typesOf(huge)).toEqual(["turn.started", "user.message", "compaction.started", "session.compacted", "turn.completed"])
       expect(huge.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "context_overflow" })
       // The first turn's request and the summary request; the overflowing one never left.
@@ -251,7 +250,7 @@ describe("overflow", () => {
     Effect.gen(function*() {
       const engine = yield* SessionEngine
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-      const huge = yield* run(sessionId, "y".repeat(3990))
+      const huge = yield* run(sessionId, "y".repeat(5000))
       expect(typesOf(huge)).toEqual(["turn.started", "user.message", "turn.completed"])
       expect(huge.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "context_overflow" })
     }).pipe(Effect.provide(engineWith([], { maxContextTokens: 1000 }))))

@@ -61,9 +61,8 @@ describe("a step reads its images' blobs", () => {
     Effect.gen(function*() {
       const engine = yield* SessionEngine
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-      // Just under the window of 2,000 alone (1,999 tokens: one over it is refused before it is stored,
-      // overWindow.test.ts), over it as a request (the message's JSON) with or without the image.
-      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "word ".repeat(1_599), images: [{ data: png }] }))
+      // About 3,000 tokens of text alone: over the window of 2,000 with or without the image.
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "word ".repeat(2_400), images: [{ data: png }] }))
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "context_overflow" })
       expect(yield* readCount).toEqual([])
     }).pipe(Effect.provide(engine({ compaction: { onOverflow: false } }, 2_000))))

@@ -220,8 +220,7 @@ for (const vendor of vendors) {
         Effect.gen(function*() {
           const engine = yield* SessionEngine
           const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-          // Under the window alone (99 tokens: one over it is refused before it is stored, overWindow.test.ts), over it as a request.
-          const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello ".repeat(66) }))
+          const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello ".repeat(200) }))
           expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "context_overflow" })
           expect(server.received).toHaveLength(0)
         }).pipe(Effect.provide(layer({ maxContextTokens: 100 }))))
