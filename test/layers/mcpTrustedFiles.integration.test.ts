@@ -12,39 +12,20 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { execFileSync } from "node:child_process"
 import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
 import * as TrustStore from "../../src/layers/TrustStore.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { ToolContext } from "../../src/services/ToolRouter.js"
 import { outsideTmp } from "../tmp.js"
+import { run, trustedProjects } from "./mcpTrustedProject.js"
 
 // Outside /tmp: a sandboxed command gets a private /tmp, and must write the real workspace here.
 const root = realpathSync(mkdtempSync(join(outsideTmp(), "effect-agent-mcp-files-")))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 let count = 0
 
-const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(effect.pipe(Effect.provide(NodeContext.layer)) as Effect.Effect<A, E>)
 
-/** A project whose `.mcp.json` runs `server` (with `files` in it), trusted as it is now. */
-const trusted = async (server: Record<string, unknown>, files: Record<string, string> = {}) => {
-  const at = join(root, `case-${++count}`)
-  const cwd = join(at, "repo")
-  const configDir = join(at, "config")
-  mkdirSync(cwd, { recursive: true })
-  mkdirSync(configDir, { recursive: true })
-  execFileSync("git", ["init", "-q"], { cwd })
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(cwd, name, ".."), { recursive: true })
-    writeFileSync(join(cwd, name), content)
-  }
-  writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { x: server } }))
-  const project = (await run(McpSettings.inspect(cwd, configDir)))!
-  await run(TrustStore.trust(configDir, project.path, project.sha256))
-  const starts = async () => Object.keys((await run(McpSettings.load({ cwd, configDir }))).servers).includes("x")
-  expect(await starts()).toBe(true)
-  return { cwd, configDir, starts }
-}
+const trusted = trustedProjects(root)
 
 const tools = (cwd: string) =>
   Effect.gen(function*() {

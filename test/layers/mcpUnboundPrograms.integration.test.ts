@@ -8,37 +8,17 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { execFileSync } from "node:child_process"
-import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
-import * as TrustStore from "../../src/layers/TrustStore.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { ToolContext } from "../../src/services/ToolRouter.js"
 import { outsideTmp } from "../tmp.js"
+import { trustedProjects } from "./mcpTrustedProject.js"
 
 const root = realpathSync(mkdtempSync(join(outsideTmp(), "review59c-mcp-")))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
-let count = 0
-const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(effect.pipe(Effect.provide(NodeContext.layer)) as Effect.Effect<A, E>)
 
-const trusted = async (server: Record<string, unknown>, files: Record<string, string> = {}) => {
-  const cwd = join(root, `case-${++count}`, "repo")
-  const configDir = join(root, `case-${count}`, "config")
-  mkdirSync(cwd, { recursive: true })
-  mkdirSync(configDir, { recursive: true })
-  execFileSync("git", ["init", "-q"], { cwd })
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(cwd, name, ".."), { recursive: true })
-    writeFileSync(join(cwd, name), content)
-  }
-  writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { x: server } }))
-  const project = (await run(McpSettings.inspect(cwd, configDir)))!
-  await run(TrustStore.trust(configDir, project.path, project.sha256))
-  const starts = async () => Object.keys((await run(McpSettings.load({ cwd, configDir }))).servers).includes("x")
-  expect(await starts()).toBe(true)
-  return { cwd, starts }
-}
+const trusted = trustedProjects(root)
 
 describe("review59c: the program a trusted .mcp.json runs is bound whatever its name", () => {
   for (const [server, file] of [
