@@ -429,6 +429,18 @@ const minPauseMs = 1
 /** The longest pause after a batch's writes (see `deliver`). */
 const maxPauseMs = 20
 
+/**
+ * Waits `ms` of real time on a plain timer, not Effect's `Clock`: the pause is as long as the
+ * batch's writes took on the wall clock, and a `TestClock` (an embedder's test of the fan-out)
+ * standing still would never end it — the shared watch frozen for every follower. Interrupted, it
+ * clears its timer.
+ */
+const pause = (ms: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
 /** A client following a session's shared watch. */
 interface Follower {
   readonly direct: FollowedResponse
@@ -554,7 +566,7 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
         }
         spent += now - start
         if (next < followers.length) return Effect.zipRight(Effect.yieldNow(), Effect.suspend(step))
-        return spent < minPauseMs ? Effect.void : Effect.sleep(Duration.millis(Math.min(spent, maxPauseMs)))
+        return spent < minPauseMs ? Effect.void : pause(Math.min(spent, maxPauseMs))
       }
       return step()
     })

@@ -165,4 +165,29 @@ describe("/live fan-out", () => {
       yield* Effect.forEach(fibers, Fiber.interrupt)
       expect(fan.following("s")).toBe(0)
     }))
+
+  // review59e: the pause after a batch's writes waited on Effect's Clock; under a TestClock (an
+  // embedder's test of `Live.fanOut`) writes that took a millisecond or more froze the shared watch.
+  it.scoped("a follower whose writes take 2 ms still gets the next batch while the test clock stands still", () =>
+    Effect.gen(function*() {
+      const { publish, watch } = session()
+      publish(liveEvent(1))
+      const fan = Live.fanOut(watch)
+      const r = response()
+      const write = r.direct.write
+      ;(r.direct as { write: (bytes: Uint8Array) => boolean }).write = (bytes) => {
+        const start = performance.now()
+        while (performance.now() - start < 2) {
+          // a slow socket write
+        }
+        return write(bytes)
+      }
+      yield* Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct), r.direct))
+      yield* until(() => fan.following("s") === 1)
+      publish(liveEvent(2))
+      yield* until(() => r.ids().length === 1)
+      publish(liveEvent(3))
+      yield* until(() => r.ids().length === 2)
+      expect(r.ids()).toEqual([2, 3])
+    }))
 })
