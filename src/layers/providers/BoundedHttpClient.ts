@@ -5,16 +5,24 @@
  * event of a stream whole (`Sse.makeChannel`), so an endpoint that sent an endless 500 body, or one
  * event without end, was held in memory until the string past V8's longest failed.
  *
+ * It also follows a redirect only within the request's origin, as `BoundedFetch` does for the SDKs:
+ * `fetch` (under `FetchHttpClient`) followed a 307/308 from the base URL to any host with the whole
+ * prompt as its body.
+ *
  * The bridge does not own this client: the `LanguageModel`'s client takes it when it is built, so
  * the embedder puts this between the client and its `HttpClient` (`EffectAiModelProvider.layerBoundedBodies`).
  *
  * @since 0.14.0
  * @internal
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { ProviderFailure } from "../../domain/Errors.js"
 import * as BoundedFetch from "./BoundedFetch.js"
@@ -46,6 +54,68 @@ export const boundedResponse = (response: HttpClientResponse.HttpClientResponse)
   return Object.create(bounded, { stream: { get: () => Stream.mapError(bounded.stream, named) } }) as HttpClientResponse.HttpClientResponse
 }
 
-/** `client` with every response {@link boundedResponse bounded}. */
+/** The statuses of a redirect `fetch` follows. */
+const redirects = new Set([301, 302, 303, 307, 308])
+
+/**
+ * `effect` with `fetch` told not to follow redirects (`FetchHttpClient`'s `RequestInit`, the
+ * embedder's own options kept): another `HttpClient` (Node's `http`) follows none of itself.
+ */
+const unfollowed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.serviceOption(FetchHttpClient.RequestInit), (init) =>
+    Effect.provideService(effect, FetchHttpClient.RequestInit, { ...Option.getOrElse(init, () => ({})), redirect: "manual" }))
+
+/**
+ * The request a redirect of `response` asks for, as `fetch` would make it (a 303, or a 301/302 of a
+ * `POST`, as a `GET` without the body; a 307/308 as it was); `undefined` when it is no redirect. One
+ * to another origin (scheme, host and port) fails, naming where it pointed: nothing is sent there.
+ */
+const redirected = (
+  request: HttpClientRequest.HttpClientRequest,
+  response: HttpClientResponse.HttpClientResponse
+): Effect.Effect<HttpClientRequest.HttpClientRequest | undefined, HttpClientError.RequestError> => {
+  const location = response.headers["location"]
+  const from = Option.getOrUndefined(HttpClientRequest.toUrl(request))
+  if (!redirects.has(response.status) || location === undefined || from === undefined) return Effect.succeed(undefined)
+  let to: URL
+  try {
+    to = new URL(location, from)
+  } catch {
+    return Effect.succeed(undefined)
+  }
+  if (to.origin !== from.origin) {
+    const refused = BoundedFetch.crossOriginRedirect(from, to)
+    return Effect.fail(new HttpClientError.RequestError({ request, reason: "InvalidUrl", cause: refused, description: refused.detail }))
+  }
+  const asGet = response.status === 303 || ((response.status === 301 || response.status === 302) && request.method === "POST")
+  const moved = HttpClientRequest.setUrl(request, to)
+  return Effect.succeed(asGet ? HttpClientRequest.setBody(HttpClientRequest.setMethod(moved, "GET"), HttpBody.empty) : moved)
+}
+
+/**
+ * A redirect's body let go: at most its first chunk read, for a second at most, then the read
+ * cancelled (the body of a hostile endpoint's redirect may never end).
+ */
+const discarded = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> =>
+  Effect.ignore(Effect.timeout(Stream.runDrain(Stream.take(response.stream, 1)), "1 second"))
+
+/** `client` following a redirect only within the request's origin, at most `BoundedFetch.maxRedirects` of them. */
+const sameOriginRedirects = (client: HttpClient.HttpClient): HttpClient.HttpClient => {
+  const follow = (
+    request: HttpClientRequest.HttpClientRequest,
+    response: HttpClientResponse.HttpClientResponse,
+    hop: number
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError> =>
+    hop >= BoundedFetch.maxRedirects ? Effect.succeed(response) : Effect.flatMap(redirected(request, response), (next) =>
+      next === undefined
+        ? Effect.succeed(response)
+        : Effect.zipRight(
+          discarded(response),
+          Effect.flatMap(unfollowed(client.execute(next)), (answer) => follow(next, answer, hop + 1))
+        ))
+  return HttpClient.transform(client, (effect, request) => Effect.flatMap(unfollowed(effect), (response) => follow(request, response, 0)))
+}
+
+/** `client` with every response {@link boundedResponse bounded}, and redirects followed only within the request's origin. */
 export const make = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
-  HttpClient.transformResponse(client, Effect.map(boundedResponse))
+  HttpClient.transformResponse(sameOriginRedirects(client), Effect.map(boundedResponse))
