@@ -109,8 +109,24 @@ const inlineCode = new Set(["-c", "-e", "-p", "--eval", "--print"])
 const valueOptions = new Set(["-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--env-file", "--input-type", "--title", "-W", "-X", "-I", "--config"])
 
 /**
+ * Options of an interpreter known to take no value (python's `-u`, node's `--inspect`): a word
+ * after one is the script. After an option in neither list, the next word may be its value or the
+ * script, so both it and the word after it are code (`node --stack-size 4000 server.md`).
+ */
+const switches: ReadonlyArray<readonly [RegExp, RegExp]> = [
+  [/^python|^pypy/, /^-[uBEsSOqIPbdivx]+$/],
+  [/^(?:node|nodejs|deno|bun|tsx|ts-node)$/, /^--(?:inspect(?:-brk|-wait)?|no-[a-z-]+|enable-source-maps|expose-gc|trace-[a-z-]+|experimental-(?!loader$)[a-z-]+|harmony(?:-[a-z-]+)?|abort-on-uncaught-exception|preserve-symlinks(?:-main)?|watch|test|frozen-intrinsics|pending-deprecation|throw-deprecation)$/],
+  [/^(?:sh|bash|zsh|dash|ksh|fish)$/, /^(?:-[eilnsuvx]+|--(?:login|norc|noprofile|posix|restricted|verbose))$/]
+]
+
+/** Whether `option` is one `program` (its name) is known to take without a value. */
+const isSwitch = (program: string, option: string): boolean =>
+  switches.some(([programs, options]) => programs.test(program) && options.test(option))
+
+/**
  * The words of `program args` that are code whatever their names: for an interpreter, its script
- * and the values of its options before it; for `python -m a.b`, the files python runs for the
+ * and the values of its options before it (and, after an option it may not know, the word after
+ * its possible value: see `isSwitch`); for `python -m a.b`, the files python runs for the
  * module (`a/__init__.py`, `a/b.py`, `a/b/__init__.py`, `a/b/__main__.py`); for `node --run x`,
  * the `package.json` whose script it runs.
  */
@@ -118,10 +134,20 @@ const scriptWords = (program: string, args: ReadonlyArray<string>): { readonly c
   const name = program.split("/").at(-1) ?? ""
   if (!interpreters.test(name)) return { code: [], above: [] }
   const code: Array<string> = []
+  // Whether the option just read may take the next word as its value without saying so.
+  let unknownBefore = false
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (arg === "--") continue
-    if (!arg.startsWith("-")) return code.push(arg), { code, above: [] }
+    if (arg === "--") {
+      unknownBefore = false
+      continue
+    }
+    if (!arg.startsWith("-")) {
+      code.push(arg)
+      const next = args[i + 1]
+      if (unknownBefore && next !== undefined && !next.startsWith("-")) code.push(next)
+      return { code, above: [] }
+    }
     const [option, value] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
     if (option === "--run") return { code: ["package.json"], above: ["package.json"] }
     if (option === "-m" && /^python|^pypy/.test(name)) {
@@ -132,8 +158,10 @@ const scriptWords = (program: string, args: ReadonlyArray<string>): { readonly c
       return { code, above: [] }
     }
     if (inlineCode.has(option)) return { code, above: [] }
+    unknownBefore = false
     if (value !== undefined) code.push(value)
     else if (valueOptions.has(option) && i + 1 < args.length) code.push(args[++i]!)
+    else unknownBefore = !isSwitch(name, option)
   }
   return { code, above: [] }
 }
