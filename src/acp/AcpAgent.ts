@@ -460,17 +460,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return Effect.succeed(running)
       })
 
-    /**
-     * Who drives the session when another live process does (`SessionBusy`'s holder), else
-     * `undefined` — and then this process holds its writer lock from now on, as resuming it would
-     * take it. The lock is taken by a write that stores nothing (dropping no follow-up).
-     */
+    /** Who drives the session when another live process does, else `undefined` (see `SessionEngine.drivenElsewhere`). */
     const drivenElsewhere = (sessionId: string) =>
-      engine.dropFollowUps({ sessionId, queueIds: [] }).pipe(
-        Effect.as(undefined),
-        Effect.catchTag("SessionBusy", (busy) => Effect.succeed(busy.holder)),
-        Effect.mapError(requestErrorOf)
-      )
+      SessionEngine.drivenElsewhere(engine, sessionId).pipe(Effect.mapError(requestErrorOf))
 
     /** Why the policy asked about a paused call asked again after a load (see `PermissionPolicy.reasonAgain`). */
     const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall) => {

@@ -356,6 +356,11 @@ export const chat = (
         const waiting = yield* engine.pendingApprovals({ sessionId: id })
         // A turn left open while running, not waiting: the next turn closes it (interrupted).
         if (waiting.length === 0) return
+        // A question another live process asked is answered there: an answer here could not be stored.
+        const holder = yield* SessionEngine.drivenElsewhere(engine, id)
+        if (holder !== undefined) {
+          return note(`[this session's last turn waits for an answer in another process: it is driven by ${holder}, and the question was asked there — answer it in that process]`)
+        }
         const state = yield* engine.sessionState({ sessionId: id })
         const turnId = state.openTurn?.turnId ?? ""
         // Why the policy asked, as the question said it then (see `PermissionPolicy.reasonAgain`).

@@ -763,6 +763,19 @@ const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget
 }
 
 /**
+ * Who drives `sessionId` when another live process does (`SessionBusy`'s holder, "pid 123 on host
+ * h"), else `undefined` — and then `engine` holds the session's writer lock from now on, as resuming
+ * it would take it. A surface that shows a paused turn's questions asks this first: a question
+ * another process asked is answered there, and an answer given here could not be stored. The lock
+ * is taken by a write that stores nothing (dropping no follow-up), so it works on every engine.
+ */
+export const drivenElsewhere = (engine: SessionEngine.Service, sessionId: string): Effect.Effect<string | undefined, EventStoreFailure | SessionNotFound> =>
+  engine.dropFollowUps({ sessionId, queueIds: [] }).pipe(
+    Effect.as(undefined),
+    Effect.catchTag("SessionBusy", (busy) => Effect.succeed(busy.holder))
+  )
+
+/**
  * The engine as a layer: `SessionEngine.layer()` with the default limits, or
  * `SessionEngine.layer({ maxSteps: 10 })`. See {@link make} for the ports it uses.
  */
