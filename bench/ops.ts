@@ -9,7 +9,8 @@
  *   node --import tsx bench/ops.ts concurrent [sessions=1000] [deltas=100]   (row 21's whole run)
  *   node --import tsx bench/ops.ts fibers [deltas=100]   (one of row 21's turns, fiber by fiber)
  *   node --import tsx bench/ops.ts floor [deltas=100]    (the same without the engine: `bench/child.ts effect-floor`)
- *   node --import tsx bench/ops.ts steps [steps=20]      (a `read_file` step's ops by kind; `OPS_KINDS=sites` by function)
+ *   node --import tsx bench/ops.ts steps [steps=20]      (a `read_file` step's ops by kind; `OPS_KINDS=sites` by function;
+ *                                                          its appends and synchronous file system calls)
  *   node --import tsx bench/ops.ts perDelta [deltas=1000] (row 1's turn: ops a delta, one per chunk, and the store's appends)
  *   node --import tsx bench/ops.ts paced [deltas=500]     (row 24's stream without HTTP: `fromSdk`, a delta every
  *                                                          `ROW21_PACE_MS` ms; ops a delta and appends — timer-paced, so not exact)
