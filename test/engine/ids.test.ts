@@ -1,10 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as RuntimeFlags from "effect/RuntimeFlags"
-import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
-import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
+import { opsOf } from "./opsOf.js"
 
 const crockford = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
@@ -23,19 +21,6 @@ describe("random ids", () => {
       expect([...events.slice(0, 10_000)].sort()).toEqual(events.slice(0, 10_000))
     }).pipe(Effect.provide(IdGenerator.layer)))
 })
-
-/** The Effect operations `effect` runs (every op of its fiber, by a supervisor with op supervision). */
-const opsOf = (effect: Effect.Effect<unknown>) =>
-  Effect.suspend(() => {
-    let ops = 0
-    const counter = new (class extends Supervisor.AbstractSupervisor<void> {
-      readonly value = Effect.void
-      override onEffect() {
-        ops++
-      }
-    })()
-    return Effect.map(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)), () => ops)
-  })
 
 describe("random ids, what a draw costs", () => {
   // Every commit draws its events' ids (three commits a `read_file` step, bench/ops.ts): the clock
