@@ -90,10 +90,12 @@ export const scripted = (chunks: ReadonlyArray<string>, turns: number, extra: Pa
 export const toolSession = async (
   cwd: string,
   responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>,
-  options: { readonly engine?: SessionEngine.Options; readonly maxContextTokens?: number } = {}
+  /** `onAppend`: called at each of the store's appends (a batch is one). */
+  options: { readonly engine?: SessionEngine.Options; readonly maxContextTokens?: number; readonly onAppend?: () => void } = {}
 ) => {
+  const onAppend = options.onAppend
   const rt = ManagedRuntime.make(SessionEngine.layer(options.engine).pipe(Layer.provide(Layer.mergeAll(
-    MemoryEventStore.layer,
+    onAppend === undefined ? MemoryEventStore.layer : Layer.provideMerge(spiedAppends(onAppend), MemoryEventStore.layer),
     FakeModelProvider.layer({ responses: [{ chunks: ["warm"] }, ...responses], ...(options.maxContextTokens === undefined ? {} : { maxContextTokens: options.maxContextTokens }) }),
     IdGenerator.layer,
     WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)),
@@ -104,6 +106,24 @@ export const toolSession = async (
   await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "warm up" })))
   return { rt, engine, sessionId }
 }
+
+/**
+ * The store of the context, counting its appends (a batch is one): provided over the store it wraps.
+ * Counted as the append's effect is made, which the engine's commit does as it runs it: no Effect
+ * operation is added to what `bench/ops.ts` counts.
+ */
+export const spiedAppends = (onAppend: () => void): Layer.Layer<EventStore.EventStore, never, EventStore.EventStore> =>
+  Layer.effect(EventStore.EventStore, Effect.map(EventStore.EventStore, (store) => ({
+    ...store,
+    append: (event: AgentEvent.AgentEvent) => {
+      onAppend()
+      return store.append(event)
+    },
+    appendAll: (events: ReadonlyArray<AgentEvent.AgentEvent>) => {
+      onAppend()
+      return store.appendAll(events)
+    }
+  })))
 
 export const createSession = (rt: EngineRuntime): Promise<string> =>
   rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)

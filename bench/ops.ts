@@ -9,17 +9,19 @@
  *   node --import tsx bench/ops.ts concurrent [sessions=1000] [deltas=100]   (row 21's whole run)
  *   node --import tsx bench/ops.ts fibers [deltas=100]   (one of row 21's turns, fiber by fiber)
  *   node --import tsx bench/ops.ts floor [deltas=100]    (the same without the engine: `bench/child.ts effect-floor`)
- *   node --import tsx bench/ops.ts steps [steps=20]      (a `read_file` step's ops by kind; `OPS_KINDS=sites` by function)
+ *   node --import tsx bench/ops.ts steps [steps=20]      (a `read_file` step's ops by kind; `OPS_KINDS=sites` by function;
+ *                                                          its appends and synchronous file system calls)
  *   node --import tsx bench/ops.ts perDelta [deltas=1000] (row 1's turn: ops a delta, one per chunk, and the store's appends)
  *   node --import tsx bench/ops.ts paced [deltas=500]     (row 24's stream without HTTP: `fromSdk`, a delta every
  *                                                          `ROW21_PACE_MS` ms; ops a delta and appends — timer-paced, so not exact)
  */
 import { createHook } from "node:async_hooks"
-import { mkdirSync, writeFileSync } from "node:fs"
+import NodeFsModule, { mkdirSync, writeFileSync } from "node:fs"
+import { syncBuiltinESMExports } from "node:module"
 import { join } from "node:path"
 import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
-import { type AgentEvent, EventStore, FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
-import { count, deltaTexts, floorTurn, row21Response, scratch, toolSession } from "./engine.js"
+import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
+import { count, deltaTexts, floorTurn, row21Response, scratch, spiedAppends, toolSession } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
@@ -277,9 +279,14 @@ const stepKinds = async (steps: number) => {
   mkdirSync(cwd, { recursive: true })
   writeFileSync(join(cwd, "a.txt"), "x".repeat(4095) + "\n")
   const turn = () => [...Array.from({ length: steps }, () => ({ toolCalls: [{ tool: "read_file", args: { path: "a.txt" } }] })), { chunks: ["done"] }]
-  const { engine, rt, sessionId } = await toolSession(cwd, [...turn(), ...turn()], { engine: { maxSteps: steps + 1 } })
+  let appends = 0
+  const { engine, rt, sessionId } = await toolSession(cwd, [...turn(), ...turn(), ...turn()], { engine: { maxSteps: steps + 1 }, onAppend: () => appends++ })
   try {
     await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "go" })))
+    // The store's appends (commits) and the synchronous file system calls of a turn, a step's share.
+    appends = 0
+    const calls = await syncFsCalls(() => rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "go" }))).then(() => undefined))
+    console.log(`appends a step: ${(appends / steps).toFixed(2)}; synchronous file system calls a step: ${[...calls].map(([k, n]) => `${k} ${(n / steps).toFixed(2)}`).join(", ")}`)
     const perFiber = new PerFiber()
     await rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(count(engine.runTurn({ sessionId, userMessage: "go" })), perFiber), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
     const all = new Map<string, number>()
@@ -304,7 +311,7 @@ const perDelta = async (source: string | undefined, deltas: number) => {
   // `COMMIT_WINDOW_MS`: the engine's commit window (default: the engine's).
   const window = process.env.COMMIT_WINDOW_MS
   const rt = ManagedRuntime.make(SessionEngine.layer(window === undefined ? {} : { commitWindow: Number(window) }).pipe(Layer.provide(Layer.mergeAll(
-    spiedAppends(MemoryEventStore.layer, () => appends++),
+    Layer.provideMerge(spiedAppends(() => appends++), MemoryEventStore.layer),
     Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
       capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
       stream: () => row21Response(deltaTexts(n).map(ModelProvider.textDelta), source)
@@ -326,13 +333,32 @@ const perDelta = async (source: string | undefined, deltas: number) => {
   }
 }
 
-/** A store that counts its appends (a batch is one). */
-const spiedAppends = (inner: Layer.Layer<EventStore.EventStore>, onAppend: () => void): Layer.Layer<EventStore.EventStore> =>
-  Layer.effect(EventStore.EventStore, Effect.map(EventStore.EventStore, (store) => ({
-    ...store,
-    append: (event: AgentEvent.AgentEvent) => Effect.zipRight(Effect.sync(onAppend), store.append(event)),
-    appendAll: (events: ReadonlyArray<AgentEvent.AgentEvent>) => Effect.zipRight(Effect.sync(onAppend), store.appendAll(events))
-  }))).pipe(Layer.provide(inner))
+/**
+ * The synchronous file system calls (`openSync`, `closeSync`, `lstatSync`, `fstatSync`, `readlinkSync`,
+ * `readSync`) made while `run` runs, by name: the workspace tools' checked walks and reads, which
+ * `fsRequests` (the threadpool's) does not see. Counted by wrapping `node:fs` and updating the named
+ * imports (`syncBuiltinESMExports`).
+ */
+const syncFsCalls = async (run: () => Promise<void>): Promise<Map<string, number>> => {
+  const names = ["openSync", "closeSync", "lstatSync", "fstatSync", "readlinkSync", "readSync"] as const
+  const calls = new Map<string, number>(names.map((n) => [n, 0]))
+  const fs = NodeFsModule as unknown as Record<string, (...args: Array<unknown>) => unknown>
+  const originals = names.map((n) => fs[n]!)
+  names.forEach((n, i) => {
+    fs[n] = (...args) => {
+      calls.set(n, calls.get(n)! + 1)
+      return originals[i]!(...args)
+    }
+  })
+  syncBuiltinESMExports()
+  try {
+    await run()
+  } finally {
+    names.forEach((n, i) => fs[n] = originals[i]!)
+    syncBuiltinESMExports()
+  }
+  return calls
+}
 
 const main = async () => {
   if (process.argv[2] === "perDelta") return perDelta(undefined, Number(process.argv[3] ?? 1000))

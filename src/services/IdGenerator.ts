@@ -95,10 +95,12 @@ const flat = (head: string, stem: string, tail: string): string => [head, stem, 
  * counter), so ids of one kind sort roughly by creation time and never repeat.
  */
 export const layer: Layer.Layer<IdGenerator> = Layer.succeed(IdGenerator, {
-  next: (kind) => Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => randomId(kind, now)),
+  // The clock read in the draw's own step: every commit draws its events' ids, and
+  // `Effect.map(clock.currentTimeMillis, …)` took 5 Effect operations where this takes 2.
+  next: (kind) => Effect.clockWith((clock) => Effect.succeed(randomId(kind, clock.unsafeCurrentTimeMillis()))),
   nextMany: (kind, count) =>
-    Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => {
-      const head = prefixes[kind] + encodeTime(now)
+    Effect.clockWith((clock) => {
+      const head = prefixes[kind] + encodeTime(clock.unsafeCurrentTimeMillis())
       const ids = new Array<string>(count)
       for (let i = 0; i < count; i++) {
         if (kind !== "event") ids[i] = head + randomChars(16)
@@ -107,7 +109,7 @@ export const layer: Layer.Layer<IdGenerator> = Layer.succeed(IdGenerator, {
           ids[i] = flat(head, stem, tail)
         }
       }
-      return ids
+      return Effect.succeed(ids)
     })
 })
 

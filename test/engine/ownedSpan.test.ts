@@ -4,11 +4,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import * as RuntimeFlags from "effect/RuntimeFlags"
-import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
-import * as Supervisor from "effect/Supervisor"
 import * as Tracer from "effect/Tracer"
 import * as OwnedSpan from "../../src/engine/OwnedSpan.js"
+import { opsOf } from "./opsOf.js"
 
 // Live clock: the spans' start and end times are read from it, and a test clock reads 0.
 /**
@@ -185,17 +183,6 @@ describe("OwnedSpan", () => {
   // the context set and got back through `FiberRef`'s effects, each its own step and `flatMap`).
   it.effect("a span's own Effect operations: within at most 12, around, withinUninterruptible and under at most 9", () =>
     Effect.gen(function*() {
-      const opsOf = (effect: Effect.Effect<unknown>) =>
-        Effect.suspend(() => {
-          let ops = 0
-          const counter = new (class extends Supervisor.AbstractSupervisor<void> {
-            readonly value = Effect.void
-            override onEffect() {
-              ops++
-            }
-          })()
-          return Effect.map(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)), () => ops)
-        })
       const bare = yield* opsOf(Effect.void)
       expect((yield* opsOf(Effect.void.pipe(OwnedSpan.within("span", options())))) - bare).toBeLessThanOrEqual(12)
       expect((yield* opsOf(OwnedSpan.around("span", options(), Effect.void))) - bare).toBeLessThanOrEqual(9)
