@@ -35,12 +35,13 @@ const session = (capacity = 4096) => {
 
 /**
  * A Node response as the fan-out sees it. A stalled one holds what is written to it (its
- * `writableLength`) until `drain`.
+ * `writableLength`) until `drain`. Each write's frames are checked as they come (`last`, and
+ * `broken` once an id is not the next); `keep: false` keeps no bytes (for big events).
  */
-const response = () => {
+const response = (keep = true) => {
   const written: Array<Uint8Array> = []
   const drains: Array<() => void> = []
-  const state = { held: 0, stalled: false, maxHeld: 0 }
+  const state = { held: 0, stalled: false, maxHeld: 0, last: 1, broken: false }
   const direct: Live.FollowedResponse = {
     writableEnded: false,
     destroyed: false,
@@ -51,7 +52,13 @@ const response = () => {
       return state.held
     },
     write: (bytes) => {
-      written.push(bytes)
+      if (keep) written.push(bytes)
+      else {
+        for (const match of Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1").matchAll(/^id: (\d+)$/gm)) {
+          if (Number(match[1]) !== state.last + 1) state.broken = true
+          state.last = Number(match[1])
+        }
+      }
       if (state.stalled) state.held += bytes.length
       state.maxHeld = Math.max(state.maxHeld, state.held)
       return state.held === 0
@@ -77,47 +84,6 @@ const response = () => {
 }
 
 const filler = "x".repeat(64 * 1024)
-
-/**
- * A Node response for big events, keeping no bytes: each write's frames checked (every id the next),
- * and what a stalled one holds counted.
- */
-const counting = () => {
-  const drains: Array<() => void> = []
-  const state = { held: 0, stalled: false, last: 1, broken: false }
-  const direct: Live.FollowedResponse = {
-    writableEnded: false,
-    destroyed: false,
-    get writableNeedDrain() {
-      return state.held > 0
-    },
-    get writableLength() {
-      return state.held
-    },
-    write: (bytes) => {
-      for (const match of Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1").matchAll(/^id: (\d+)$/gm)) {
-        if (Number(match[1]) !== state.last + 1) state.broken = true
-        state.last = Number(match[1])
-      }
-      if (state.stalled) state.held += bytes.length
-      return state.held === 0
-    },
-    once: (event, listener) => {
-      if (event === "drain") drains.push(listener)
-    },
-    cork: () => undefined,
-    uncork: () => undefined
-  }
-  return {
-    direct,
-    state,
-    drain: () => {
-      state.stalled = false
-      state.held = 0
-      for (const listener of drains.splice(0)) listener()
-    }
-  }
-}
 
 /** What `@effect/platform-node` does with a stream body: each chunk's buffers written, waiting for `drain` when a write says the socket is full. */
 const platform = (body: ReturnType<Live.FanOut["response"]>, direct: Live.FollowedResponse) => {
@@ -148,7 +114,7 @@ describe("/live fan-out", () => {
         const { publish, watch, watches } = session()
         publish(liveEvent(1))
         const fan = Live.fanOut(watch)
-        const responses = Array.from({ length: clients }, response)
+        const responses = Array.from({ length: clients }, () => response())
         const fibers = yield* Effect.forEach(responses, (r) => Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct), r.direct)))
         yield* until(() => fan.following("s") === clients)
         const before = Live.encoded()
@@ -177,7 +143,7 @@ describe("/live fan-out", () => {
       const { publish, watch, watches } = session(4)
       publish(liveEvent(1))
       const fan = Live.fanOut(watch, { maxHeldBytes })
-      const [stalled, ...readers] = Array.from({ length: 3 }, response)
+      const [stalled, ...readers] = Array.from({ length: 3 }, () => response())
       const fibers = yield* Effect.forEach([stalled!, ...readers], (r) => Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct), r.direct)))
       yield* until(() => fan.following("s") === 3)
       stalled!.state.stalled = true
@@ -223,7 +189,7 @@ describe("/live fan-out", () => {
       publish(liveEvent(2), liveEvent(3))
       yield* until(() => first.ids().length === 3)
       const encodedBefore = Live.encoded()
-      const late = Array.from({ length: 10 }, response)
+      const late = Array.from({ length: 10 }, () => response())
       for (const r of late) fibers.push(yield* Effect.fork(platform(fan.response("s", 1, Duration.hours(1), r.direct, 3), r.direct)))
       yield* until(() => late.every((r) => r.ids().length === 3))
       publish(liveEvent(4))
@@ -248,7 +214,7 @@ describe("/live fan-out", () => {
       // After event 999, where the session ends at 1.
       const fibers = [yield* Effect.fork(platform(fan.response("s", 1000, Duration.hours(1), far.direct, 1), far.direct))]
       yield* until(() => watches.length === 1)
-      const readers = Array.from({ length: 20 }, response)
+      const readers = Array.from({ length: 20 }, () => response())
       for (const r of readers) fibers.push(yield* Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct, 1), r.direct)))
       for (let sequence = 2; sequence < 12; sequence++) {
         publish(liveEvent(sequence))
@@ -277,7 +243,7 @@ describe("/live fan-out", () => {
       const { publish, watch } = session(4)
       publish(big(1))
       const fan = Live.fanOut(watch)
-      const [reader, ...stallers] = Array.from({ length: 6 }, counting)
+      const [reader, ...stallers] = Array.from({ length: 6 }, () => response(false))
       const all = [reader!, ...stallers]
       const fibers = yield* Effect.forEach(all, (r) => Effect.fork(platform(fan.response("s", 2, Duration.hours(1), r.direct, 1), r.direct)))
       yield* until(() => fan.following("s") === 6)
