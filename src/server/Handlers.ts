@@ -363,14 +363,14 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         }))
       .handle("live", ({ path, urlParams }) =>
         Effect.gen(function*() {
-          yield* exists(path.id)
+          const state = yield* exists(path.id)
           const request = yield* HttpServerRequest.HttpServerRequest
           const after = yield* resumeAfter(request, urlParams.after)
           if (request.method === "HEAD") return Live.headResponse()
           const direct = Live.directResponse(request)
           return direct === undefined
             ? Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive)
-            : fanOut.response(path.id, after + 1, config.keepAlive, direct)
+            : fanOut.response(path.id, after + 1, config.keepAlive, direct, state.lastSequence)
         }))
   }))
 

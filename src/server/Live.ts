@@ -416,9 +416,22 @@ const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAliv
  * response, not yet taken by its socket) before the fan-out stops writing to it: past that, the
  * client is let go to read on by itself from its last event once its socket has drained — the
  * gap read from the store. The bytes are the batches' shared buffers, so the clients holding the
- * same batches hold them once.
+ * same batches hold them once. Less once the session's clients let go hold
+ * {@link maxSessionHeldBytes} between them.
  */
 export const maxHeldBytes = 4 * 1024 * 1024
+
+/**
+ * What the clients of a session that were let go (see {@link maxHeldBytes}) may hold unsent between
+ * them before the session's followers are held to what a client of a watch of its own holds. A
+ * client let go keeps what its socket has not taken until its reader reads again — for a client
+ * that never does, as long as its connection lasts — and clients that stalled at different points
+ * hold different batches: each up to {@link maxHeldBytes} would be that much a stalled client. Once
+ * they hold this much, a follower is written a batch only when its socket has taken everything it
+ * was written before (else it is let go), so each further stalled client holds at most its last
+ * batch, as one writing by itself does.
+ */
+export const maxSessionHeldBytes = 4 * 1024 * 1024
 
 /** Bytes one step of a fan-out writes before it yields (so the loop turns between big writes to hundreds of sockets). */
 const bytesPerStep = 256 * 1024
@@ -441,8 +454,16 @@ const pause = (ms: number): Effect.Effect<void> =>
     return Effect.sync(() => clearTimeout(timer))
   })
 
+/** Written to the socket now, not in a tick of Node's: the time it takes is in the step's clock. */
+const writeNow = (direct: FollowedResponse, bytes: Uint8Array) => {
+  direct.cork()
+  direct.write(bytes)
+  direct.uncork()
+}
+
 /** A client following a session's shared watch. */
 interface Follower {
+  readonly sessionId: string
   readonly direct: FollowedResponse
   /** The last sequence written to it. */
   last: number
@@ -450,6 +471,8 @@ interface Follower {
   hub: Hub | undefined
   /** Wakes its fiber once let go: it writes on by itself from `last + 1`. */
   wake: (() => void) | undefined
+  /** Let go and not following again yet: what its response holds counts against the session's budget ({@link maxSessionHeldBytes}). */
+  loose: boolean
   /** The keep-alive timer's re-arm. */
   readonly written: () => void
 }
@@ -461,15 +484,40 @@ interface Hub {
   /** The last sequence handed to the followers: each has every event up to it, and is handed every later one. */
   last: number
   fiber: Fiber.RuntimeFiber<void> | undefined
+  /**
+   * Its last batches, oldest first, up to {@link recentBytes} (and the last whatever its size): a
+   * client a few events behind catches up from them as it joins (see `join`).
+   */
+  readonly recent: Array<Batch>
+  /** The bytes of `recent`. */
+  recentBytes: number
 }
+
+/** A batch the shared watch handed out: its events (consecutive sequences) and their bytes. */
+interface Batch {
+  readonly events: ReadonlyArray<AgentEvent.AgentEvent>
+  readonly bytes: Uint8Array
+}
+
+/**
+ * How many bytes of its last batches a session's shared watch keeps for the clients that join it a
+ * little behind (see `join`) — a client that connects from the session's start while the watch is
+ * a batch or two ahead, as hundreds do when they connect together (row 18 of docs/benchmarks.md).
+ * Past them, a client reads what it misses from the store as before.
+ */
+export const recentBytes = 256 * 1024
 
 /**
  * The `/live` responses of an engine's sessions on a Node server, each session's clients fed by one
  * watch (see {@link fanOut}).
  */
 export interface FanOut {
-  /** The `/live` response of a session from `fromSequence` on, written to `direct`. */
-  readonly response: (sessionId: string, fromSequence: number, keepAlive: Duration.Duration, direct: FollowedResponse) => HttpServerResponse.HttpServerResponse
+  /**
+   * The `/live` response of a session from `fromSequence` on, written to `direct`. `sessionEnd`: the
+   * session's last event when the client asked (a shared watch this client starts starts no later
+   * than there, though the client asks for events past the session's end).
+   */
+  readonly response: (sessionId: string, fromSequence: number, keepAlive: Duration.Duration, direct: FollowedResponse, sessionEnd?: number) => HttpServerResponse.HttpServerResponse
   /** How many clients of a session follow its shared watch now. @internal */
   readonly following: (sessionId: string) => number
 }
@@ -481,21 +529,53 @@ export interface FanOut {
  * event a client with 100 clients). A session's clients that have every event up to the shared
  * watch's last follow it: its fiber takes each batch from the session's feed, encodes it once
  * ({@link bytesOf}) and writes the same bytes to each follower's response — a client's cost per
- * batch is a `write`, its fiber parked. A client behind (one that asked for older events, or was
- * let go) writes by itself through its own watch, as {@link response} does — the platform writing
- * each batch once its socket has room — until it has caught up, then follows. A follower whose
- * socket holds more than {@link maxHeldBytes} unsent is written to no more: it is let go, and once
- * its socket has drained its own watch reads what it missed from the store, then live events
- * until it follows again — every event once, in order, on the same connection; a stalled client
- * costs at most that many bytes (shared with the others') and holds neither the loop nor the
- * other clients. The shared watch ends when its last follower leaves.
+ * batch is a `write`, its fiber parked. A client a batch or two behind is written what it missed
+ * from the shared watch's last batches as it joins ({@link recentBytes}). A client further behind
+ * (one that asked for older events, or was let go) writes by itself through its own watch, as
+ * {@link response} does — the platform writing each batch once its socket has room — until it has
+ * caught up, then follows. A follower whose socket holds more than {@link maxHeldBytes} unsent
+ * (less once the session's clients let go hold {@link maxSessionHeldBytes}) is written to no more:
+ * it is let go, and once its socket has drained its own watch reads what it missed from the store,
+ * then live events until it follows again — every event once, in order, on the same connection; a
+ * stalled client costs at most that many bytes (shared with the others') and holds neither the
+ * loop nor the other clients. The shared watch ends when its last follower leaves.
  */
 export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => Stream.Stream<AgentEvent.AgentEvent, E>, options?: {
   /** See {@link maxHeldBytes}. */
   readonly maxHeldBytes?: number
+  /** See {@link maxSessionHeldBytes}. */
+  readonly maxSessionHeldBytes?: number
+  /** See {@link recentBytes}. */
+  readonly recentBytes?: number
 }): FanOut => {
   const maxHeld = options?.maxHeldBytes ?? maxHeldBytes
+  const maxSessionHeld = options?.maxSessionHeldBytes ?? maxSessionHeldBytes
+  const keptBytes = options?.recentBytes ?? recentBytes
   const hubs = new Map<string, Hub>()
+  /** Each session's clients let go that do not follow again yet (see {@link maxSessionHeldBytes}). */
+  const loose = new Map<string, Set<Follower>>()
+
+  /** Follows again, or gone: what it holds is a follower's, or nobody's. */
+  const tighten = (follower: Follower) => {
+    if (!follower.loose) return
+    follower.loose = false
+    const set = loose.get(follower.sessionId)
+    if (set === undefined) return
+    set.delete(follower)
+    if (set.size === 0) loose.delete(follower.sessionId)
+  }
+
+  /** What a session's clients let go hold unsent now (those drained or gone count nothing). */
+  const looseHeld = (sessionId: string): number => {
+    const set = loose.get(sessionId)
+    if (set === undefined) return 0
+    let held = 0
+    for (const follower of set) {
+      const direct = follower.direct
+      if (!direct.destroyed && !direct.writableEnded) held += direct.writableLength
+    }
+    return held
+  }
 
   const leave = (follower: Follower) => {
     const hub = follower.hub
@@ -510,13 +590,22 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
   /** Let go: its fiber writes on by itself. */
   const letGo = (follower: Follower) => {
     leave(follower)
+    if (!follower.loose) {
+      follower.loose = true
+      const set = loose.get(follower.sessionId)
+      if (set === undefined) loose.set(follower.sessionId, new Set([follower]))
+      else set.add(follower)
+    }
     const wake = follower.wake
     follower.wake = undefined
     wake?.()
   }
 
-  /** A batch's bytes to one follower; how many were written. */
-  const hand = (hub: Hub, follower: Follower, events: ReadonlyArray<AgentEvent.AgentEvent>, bytes: Uint8Array): number => {
+  /**
+   * A batch's bytes to one follower; how many were written. `budget`: what the session's clients let
+   * go may still hold (see {@link maxSessionHeldBytes}), less what this one holds when it is let go.
+   */
+  const hand = (hub: Hub, follower: Follower, events: ReadonlyArray<AgentEvent.AgentEvent>, bytes: Uint8Array, budget: { left: number }): number => {
     if (follower.hub !== hub) return 0
     const first = events[0]!.sequence
     const last = events[events.length - 1]!.sequence
@@ -524,17 +613,16 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
     const direct = follower.direct
     // Gone: its close lets it go.
     if (direct.destroyed || direct.writableEnded) return 0
-    if (direct.writableLength > maxHeld || follower.last < first - 1) {
+    const held = direct.writableLength
+    if (held > Math.min(maxHeld, budget.left) || follower.last < first - 1) {
+      budget.left = Math.max(0, budget.left - held)
       letGo(follower)
       return 0
     }
     // A follower that joined with some of the batch already written: the rest, encoded events shared.
     const out = follower.last < first ? bytes : joined(Chunk.unsafeFromArray(events.slice(follower.last - first + 1)))
     follower.last = last
-    // Written to the socket now, not in a tick of Node's: the time it takes is in the step's clock.
-    direct.cork()
-    direct.write(out)
-    direct.uncork()
+    writeNow(direct, out)
     follower.written()
     return out.length
   }
@@ -554,6 +642,8 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
       const events = Chunk.toReadonlyArray(chunk)
       const followers = Array.from(hub.followers)
       hub.last = Math.max(hub.last, events[events.length - 1]!.sequence)
+      remember(hub, events, bytes)
+      const budget = { left: Math.max(0, maxSessionHeld - looseHeld(hub.sessionId)) }
       let next = 0
       let spent = 0
       const step = (): Effect.Effect<void> => {
@@ -561,7 +651,7 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
         let written = 0
         let now = start
         while (next < followers.length && written < bytesPerStep && now - start < msPerStep) {
-          written += hand(hub, followers[next++]!, events, bytes)
+          written += hand(hub, followers[next++]!, events, bytes, budget)
           now = performance.now()
         }
         spent += now - start
@@ -582,19 +672,63 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
       }))
     )
 
-  /** Follows the session's shared watch (started when there is none); false when it is ahead of the follower. */
-  const join = (sessionId: string, follower: Follower): Effect.Effect<boolean> =>
+  /** Keeps a batch in the hub's `recent`, the oldest let go past {@link recentBytes} (the last is kept whatever its size). */
+  const remember = (hub: Hub, events: ReadonlyArray<AgentEvent.AgentEvent>, bytes: Uint8Array) => {
+    hub.recent.push({ events, bytes })
+    hub.recentBytes += bytes.length
+    while (hub.recent.length > 1 && hub.recentBytes > keptBytes) hub.recentBytes -= hub.recent.shift()!.bytes.length
+  }
+
+  /** Whether the hub's recent batches hold every event after `last` it has handed out. */
+  const reaches = (hub: Hub, last: number): boolean => {
+    const oldest = hub.recent[0]
+    return oldest !== undefined && oldest.events[0]!.sequence <= last + 1
+  }
+
+  /**
+   * The bytes of the hub's events after `last`, from its recent batches — the events' shared
+   * messages, no store read and no encoding — or undefined when they do not reach back that far.
+   */
+  const catchUp = (hub: Hub, last: number): Uint8Array | undefined => {
+    if (!reaches(hub, last)) return undefined
+    const parts: Array<Uint8Array> = []
+    for (const batch of hub.recent) {
+      const first = batch.events[0]!.sequence
+      if (batch.events[batch.events.length - 1]!.sequence <= last) continue
+      parts.push(first > last ? batch.bytes : joined(Chunk.unsafeFromArray(batch.events.slice(last - first + 1))))
+    }
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts)
+  }
+
+  /**
+   * Follows the session's shared watch (started when there is none); false when it is ahead of the
+   * follower by more than its recent batches (see {@link recentBytes}) — by those, the follower is
+   * written them as it joins. A watch it starts starts no later than the session's end (`sessionEnd`): a client that
+   * asked for events past it (an `after=` from the future) would else start it there, and every
+   * client that has the session's events would be behind it — each writing by itself for as long as
+   * that client stayed.
+   */
+  const join = (sessionId: string, follower: Follower, sessionEnd: number | undefined): Effect.Effect<boolean> =>
     Effect.suspend(() => {
       const hub = hubs.get(sessionId)
       if (hub !== undefined) {
-        if (follower.last < hub.last) return Effect.succeed(false)
+        if (follower.last < hub.last) {
+          const missed = catchUp(hub, follower.last)
+          if (missed === undefined) return Effect.succeed(false)
+          follower.last = hub.last
+          writeNow(follower.direct, missed)
+          follower.written()
+        }
         hub.followers.add(follower)
         follower.hub = hub
+        tighten(follower)
         return Effect.succeed(true)
       }
-      const started: Hub = { sessionId, followers: new Set([follower]), last: follower.last, fiber: undefined }
+      const last = sessionEnd === undefined ? follower.last : Math.min(follower.last, sessionEnd)
+      const started: Hub = { sessionId, followers: new Set([follower]), last, fiber: undefined, recent: [], recentBytes: 0 }
       hubs.set(sessionId, started)
       follower.hub = started
+      tighten(follower)
       // A daemon: it outlives the follower that started it while others follow; the last to leave stops it.
       return Effect.map(Effect.forkDaemon(run(started)), (fiber) => {
         started.fiber = fiber
@@ -623,9 +757,9 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
       direct.once("drain", () => resume(Effect.void))
     })
 
-  const body = (sessionId: string, fromSequence: number, direct: FollowedResponse, written: () => void) =>
+  const body = (sessionId: string, fromSequence: number, direct: FollowedResponse, written: () => void, sessionEnd: number | undefined) =>
     Effect.gen(function*() {
-      const follower: Follower = { direct, last: fromSequence - 1, hub: undefined, wake: undefined, written }
+      const follower: Follower = { sessionId, direct, last: fromSequence - 1, hub: undefined, wake: undefined, written, loose: false }
       /** The client's own watch, while it writes by itself. */
       let own: { readonly pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<E>>; readonly scope: Scope.CloseableScope } | undefined
       /** Whether it may follow the shared watch: not right after it was let go (its own watch reads the gap first). */
@@ -635,7 +769,15 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
         own = undefined
         return closing === undefined ? Effect.void : Scope.close(closing.scope, Exit.void)
       })
-      yield* Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => leave(follower)), closeOwn))
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(
+          Effect.sync(() => {
+            leave(follower)
+            tighten(follower)
+          }),
+          closeOwn
+        )
+      )
       const ownPull = Effect.suspend(() => {
         if (own !== undefined) return Effect.succeed(own.pull)
         // Uninterruptible: a scope made is one the finalizer closes (the pull only runs the watch when pulled).
@@ -662,10 +804,11 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
       const next: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
         if (!mayFollow) return byItself
         const hub = hubs.get(sessionId)
-        // Behind the shared watch; or writing by itself with none to follow (a client let go, the
-        // others gone): it goes on with its own, rather than start one from where it is each batch.
-        if (hub === undefined ? own !== undefined : follower.last < hub.last) return byItself
-        return Effect.flatMap(Effect.zipRight(closeOwn, join(sessionId, follower)), (following) =>
+        // Behind the shared watch by more than its recent batches; or writing by itself with none to
+        // follow (a client let go, the others gone): it goes on with its own, rather than start one
+        // from where it is each batch.
+        if (hub === undefined ? own !== undefined : follower.last < hub.last && !reaches(hub, follower.last)) return byItself
+        return Effect.flatMap(Effect.zipRight(closeOwn, join(sessionId, follower, sessionEnd)), (following) =>
           following
             ? Effect.zipRight(parked(follower), Effect.suspend(() => {
               // Let go: its own watch reads on once the socket has room.
@@ -679,12 +822,12 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
 
   return {
     following: (sessionId) => hubs.get(sessionId)?.followers.size ?? 0,
-    response: (sessionId, fromSequence, keepAlive, direct) => {
+    response: (sessionId, fromSequence, keepAlive, direct, sessionEnd) => {
       const timer = keepAliveTimer(direct, keepAlive)
       const stream = Stream.concat(
         // A first comment flushes the headers at once, so a client knows it is connected before any event.
         Stream.sync(timer.arm),
-        Stream.unwrapScoped(body(sessionId, fromSequence, direct, timer.refresh))
+        Stream.unwrapScoped(body(sessionId, fromSequence, direct, timer.refresh, sessionEnd))
       )
       return HttpServerResponse.stream(stream, sseHeaders)
     }

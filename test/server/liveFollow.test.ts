@@ -61,4 +61,27 @@ describe("/live with many clients of a paced turn", () => {
       expect(watches).toEqual([2])
       expect(Live.encoded() - encodedBefore).toBe(stored.length - 1)
     }), 60_000)
+
+  // perf61serve: a client resuming past the session's end started the shared watch there, and the
+  // clients that had the session's events each read through a watch of their own meanwhile.
+  it.scopedLive("a client resuming past the session's end leaves the others one shared watch", () =>
+    Effect.gen(function*() {
+      const watches: Array<number> = []
+      const { server } = yield* startIn({
+        responses: [{ chunks: Array.from({ length: 20 }, (_, i) => `d${i} `), delay: "1 millis" }],
+        onWatch: (_, from) => watches.push(from)
+      })
+      const { sessionId } = yield* server.client.sessions.create({ payload: {} })
+      const live = `${server.url}/sessions/${sessionId}/live`
+      const far = reader(`${live}?after=1000`, server.token)
+      yield* Effect.promise(() => far.connected)
+      // Its watch asked for (no wall time assumed: looked at until it is).
+      while (watches.length === 0) yield* Effect.sleep("1 millis")
+      const readers = Array.from({ length: 10 }, () => reader(`${live}?after=1`, server.token))
+      yield* Effect.promise(() => Promise.all(readers.map((r) => r.connected)))
+      yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "go" } })
+      yield* Effect.promise(() => Promise.all(readers.map((r) => r.done)))
+      // One watch of the engine for the eleven, from the session's end.
+      expect(watches).toEqual([2])
+    }), 60_000)
 })
