@@ -1,0 +1,85 @@
+/**
+ * Row 1's turn (and row 2's with `jsonl`), in CPU time per event rather than events per wall second:
+ * the engine's side (memory store, `perDeltaModel`: one delta per chunk) and pi-agent-core's
+ * (`perDeltaStreamFn`) alternated in one process, `process.cpuUsage` around each turn alone. On a
+ * shared machine CPU time moves less than wall time; still a time, so read medians of many rounds.
+ * Each turn follows a full GC (`gc()`, as `interleave` runs one before each sample): the process's CPU
+ * then includes V8's helper threads (compiling, GC) that the turn sets off; on Linux the main thread's
+ * own CPU (`/proc/self/task/<pid>/stat`, 10 ms ticks, summed over the rounds) is printed beside it.
+ *
+ *   node --expose-gc --import tsx bench/row1-cpu.ts [rounds=15] [deltas=10000] [jsonl]
+ */
+import { readFileSync } from "node:fs"
+import { Agent } from "@mariozechner/pi-agent-core"
+import { createSession, deltaTexts, engineRuntime, runTurn, scratch, storeLayer, touchPi } from "./engine.js"
+import { median } from "./measure.js"
+import { perDeltaStreamFn, scriptedModel } from "./piScripted.js"
+import { perDeltaModel } from "./rows/turn.js"
+
+const [rounds = 15, deltas = 10_000] = process.argv.slice(2, 4).map(Number)
+const jsonl = process.argv.includes("jsonl")
+const chunks = deltaTexts(deltas)
+
+/** The main thread's CPU so far in µs (Linux; 0 elsewhere), in 10 ms ticks. */
+const mainThread = (): number => {
+  try {
+    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10_000
+  } catch {
+    return 0
+  }
+}
+/** Per side, the main thread's CPU and the events, summed over the measured rounds. */
+const mains = { ours: { us: 0, events: 0 }, pi: { us: 0, events: 0 } }
+let measuring = false
+
+const cpu = async (side: "ours" | "pi", turn: () => Promise<number>): Promise<number> => {
+  const main = mainThread()
+  const before = process.cpuUsage()
+  const events = await turn()
+  const used = process.cpuUsage(before)
+  if (measuring) {
+    mains[side].us += mainThread() - main
+    mains[side].events += events
+  }
+  return (used.user + used.system) / events
+}
+
+const ours = async (): Promise<number> => {
+  const rt = engineRuntime(storeLayer(jsonl ? { kind: "jsonl", dataDir: scratch("row1cpu") } : { kind: "memory" }), perDeltaModel(chunks))
+  try {
+    const sessionId = await createSession(rt)
+    return await cpu("ours", () => runTurn(rt, sessionId))
+  } finally {
+    await rt.dispose()
+  }
+}
+
+const pi = async (): Promise<number> => {
+  const agent = new Agent({ initialState: { model: scriptedModel, systemPrompt: "" }, streamFn: perDeltaStreamFn(chunks) })
+  let events = 0
+  agent.subscribe((event) => {
+    events++
+    touchPi(event)
+  })
+  return cpu("pi", async () => {
+    await agent.prompt("hi")
+    return events
+  })
+}
+
+const a: Array<number> = []
+const b: Array<number> = []
+for (let i = 0; i < rounds + 2; i++) {
+  measuring = i >= 2
+  globalThis.gc?.()
+  const x = await ours()
+  globalThis.gc?.()
+  const y = await pi()
+  // The first two rounds warm both sides up.
+  if (i >= 2) a.push(x), b.push(y)
+}
+const f = (xs: ReadonlyArray<number>) => `${median(xs).toFixed(2)} µs (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`
+console.log(`${deltas} deltas, ${rounds} rounds, ${jsonl ? "JSONL" : "memory"} store: ours ${f(a)} CPU an event, pi-agent-core ${f(b)}; ratio (pi / ours) ${(median(b) / median(a)).toFixed(2)}×`)
+const perEvent = ({ events, us }: { readonly us: number; readonly events: number }) => events === 0 ? NaN : us / events
+console.log(`main thread alone, over the rounds: ours ${perEvent(mains.ours).toFixed(2)} µs an event, pi-agent-core ${perEvent(mains.pi).toFixed(2)}; ratio ${(perEvent(mains.pi) / perEvent(mains.ours)).toFixed(2)}×`)
