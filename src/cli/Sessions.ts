@@ -229,4 +229,8 @@ export const pending = ({ sessionId, ...options }: PendingInput) =>
       }).pipe(Effect.provide(readingEngineOnStore))
     }
     if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
-  }).pipe(Effect.provide(readingStore(options)))
+  }).pipe(
+    Effect.provide(readingStore(options)),
+    // As `sessions`: the store (and the engine, if one was loaded) closed, nothing is left running.
+    Effect.zipLeft(PromptExit.request)
+  )

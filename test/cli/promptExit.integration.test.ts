@@ -44,4 +44,25 @@ describe("sessions ends at once", () => {
       expect(new Set(lines.map((line) => line.split("  ")[0]))).toEqual(new Set([template, ...ids]))
     }
   })
+
+  // `pending` over a JSONL index of thousands of sessions ended, before, when the loop ran dry, after a
+  // scavenge V8 had scheduled as a task (row 12, docs/benchmarks.md "perf61start"). Whether the process
+  // ended by `process.exit` (PromptExit) is seen by a preload that wraps it; no clock is read.
+  it("pending ends at once too, its line on stderr whole", { timeout: 120_000 }, async () => {
+    const dataDir = join(dir, "pending")
+    const cwd = join(dir, "pending-work")
+    mkdirSync(cwd, { recursive: true })
+    const finished = await run(["run", "hello", "--data-dir", dataDir, "--provider", "fake"], { cwd })
+    expect(finished.code, finished.stderr).toBe(0)
+    const preload = join(dir, "exit-marker.cjs")
+    writeFileSync(preload, "const exit = process.exit.bind(process)\nprocess.exit = (code) => { require('node:fs').writeSync(2, `[process.exit ${code}]\\n`); return exit(code) }\n")
+    // Under a shell's pipe, with the preload: NODE_OPTIONS for the CLI alone (the suite's runs clear it).
+    const withPreload = ["bash", "-c", "set -o pipefail; NODE_OPTIONS=\"--require $0\" \"$@\" 2>&1 | cat", preload]
+    for (const command of ["pending", "sessions"]) {
+      const listed = await start([command, "--data-dir", dataDir], { prefix: withPreload }).done
+      expect(listed.code, listed.stdout).toBe(0)
+      expect(listed.stdout, command).toMatch(/\[process\.exit 0\]\n$/)
+      if (command === "pending") expect(listed.stdout).toBe("No tool calls are waiting for approval.\n[process.exit 0]\n")
+    }
+  })
 })

@@ -32,6 +32,18 @@ describe("PlainFiles", () => {
     expect(PlainFiles.readText(file)).toBe("7")
   })
 
+  it("reads a file of megabytes whole, UTF-8 across every read's edge, an empty one as empty", () => {
+    // Two-, three- and four-byte characters at every offset mod 8 KiB (a UTF-8 read's piece), over 1 MiB.
+    const piece = "a\u00e9\u2014\u{1F600}b"
+    const text = Array.from({ length: 80_000 }, (_, i) => `${"x".repeat(i % 7)}${piece}`).join("\n")
+    const file = join(dir, "large")
+    writeFileSync(file, text)
+    expect(Buffer.byteLength(text)).toBeGreaterThan(1024 * 1024)
+    expect(PlainFiles.readText(file)).toBe(text)
+    writeFileSync(file, "")
+    expect(PlainFiles.readText(file)).toBe("")
+  })
+
   it("never goes through a link: the file it names is neither read nor changed", () => {
     const victim = join(dir, "victim")
     writeFileSync(victim, "the user's file\n")

@@ -43,8 +43,16 @@ export const withRegular = <A>(file: string, flags: number, use: (fd: number) =>
   }
 }
 
-/** A regular file's text (`ENOENT` when missing, `ELOOP` for a link, `EINVAL` for anything but a regular file). */
-export const readText = (file: string): string => withRegular(file, constants.O_RDONLY, (fd) => readFileSync(fd, "utf8"))
+/**
+ * A regular file's text (`ENOENT` when missing, `ELOOP` for a link, `EINVAL` for anything but a regular file).
+ * Its bytes are read in one read of the size `fstat` gives, then decoded as UTF-8: a UTF-8 read
+ * (`readFileSync(fd, "utf8")`, Node 20's `readFileUtf8`) reads 8 KiB at a time into a growing
+ * buffer — 450 reads for the 3.7 MB index of 10,000 sessions, and twice the CPU of one read and a
+ * decode (docs/benchmarks.md, "perf61start"). Bytes a writer adds after the `fstat` are not read; the
+ * callers' files are not appended to (the index is replaced by a rename, the rotation rewritten whole),
+ * and their readers take a file caught mid-write as one that cannot be used, as before.
+ */
+export const readText = (file: string): string => withRegular(file, constants.O_RDONLY, (fd) => readFileSync(fd).toString("utf8"))
 
 /** Appends `text` to a regular file (made `0600` when missing) in one `write(2)`. */
 export const appendText = (file: string, text: string): void => {
