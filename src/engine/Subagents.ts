@@ -356,7 +356,7 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
   const ending: Ending = { outcome: "cancelled", errorCode: undefined }
   const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
   // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
-  const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
+  const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk; outsidePaths?: ReadonlyArray<string> | undefined }>()
   const state = { answer: "", ended: false }
   const follow = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     switch (event.type) {
@@ -374,7 +374,10 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
         return Effect.void
       case "permission.requested": {
         const known = calls.get(event.payload.toolCallId)
-        if (known !== undefined) known.risk = event.payload.risk
+        if (known !== undefined) {
+          known.risk = event.payload.risk
+          known.outsidePaths = event.payload.outsidePaths
+        }
         return Effect.void
       }
       case "permission.resolved": {
@@ -389,7 +392,8 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
           childToolCallId: event.payload.toolCallId,
           tool: known?.tool ?? "unknown",
           args: known?.args ?? {},
-          risk: known?.risk ?? "write"
+          risk: known?.risk ?? "write",
+          outsidePaths: known?.outsidePaths
         })))
       }
       case "subagent.asked":
