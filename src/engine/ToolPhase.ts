@@ -124,7 +124,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
         toolCallId,
         tool: call.tool,
         risk: call.risk,
-        outsidePaths: [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
+        outsidePaths: outsideOf(call)
       })]
       : nothingPending
     // The policy reads nothing `permission.requested` changes: it decides before that event is
@@ -148,6 +148,28 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
       pending: resolved
     }
   })
+
+/** The real paths outside cwd a prepared call would touch, as its question names them (a link by its target; why, for one that only counts as outside). */
+const outsideOf = (call: PreparedCall): ReadonlyArray<string> =>
+  [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
+
+/**
+ * A call answered (or waiting for its answer) before a restart is prepared again in the new
+ * process: when it now leads elsewhere than its stored question said — other paths outside cwd (a
+ * folder became a link), or another risk — the answer was not to this call, and it fails
+ * `path_changed` as a swap while the question waited does in one process. (Paths inside cwd are not
+ * stored with the question, so a move that stays inside is not told.)
+ */
+const changedSinceAsked = (turn: Turn, call: PreparedCall): string | undefined => {
+  const asked = SessionState.openCall(turn.session.live.state, call.toolCallId)
+  if (asked?.risk === undefined) return undefined
+  const before = [...(asked.outsidePaths ?? [])].sort()
+  const now = [...outsideOf(call)].sort()
+  const samePaths = before.length === now.length && before.every((p, i) => p === now[i])
+  if (samePaths && asked.risk === call.risk) return undefined
+  const where = now.length === 0 ? "" : ` it would now touch ${now.join(", ")}, outside the working directory;`
+  return `${call.paths[0]?.requested ?? call.tool} changed since the call was asked about (a folder or file became a link, or the file got another name):${where} it was not run; try again`
+}
 
 /**
  * Runs an allowed call: `tool.started` (stored with the decision's `pending` events), the tool,
@@ -346,6 +368,13 @@ const runCalls = (
       if (Either.isLeft(prepared)) {
         yield* toolFailed(turn, call.toolCallId, prepared.left.errorCode, prepared.left.message)
         continue
+      }
+      if (status === "allowed" || status === "awaiting_approval") {
+        const changed = changedSinceAsked(turn, prepared.right)
+        if (changed !== undefined) {
+          yield* toolFailed(turn, call.toolCallId, "path_changed", changed)
+          continue
+        }
       }
       if (status === "requested") {
         const blocked = yield* blockedBy(turn, prepared.right)
