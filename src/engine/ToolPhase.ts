@@ -18,6 +18,7 @@ import type { TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import * as SessionState from "../domain/SessionState.js"
+import * as AgentHooks from "../services/AgentHooks.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, unknownTool, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import type { Capture } from "../services/WorkspaceCheckpoints.js"
@@ -255,7 +256,8 @@ const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => {
   const hook = turn.services.hooks.afterToolResult
   return hook === undefined
     ? Effect.succeed(output)
-    : hook(call, output).pipe(
+    : Effect.suspend(() => hook(call, output)).pipe(
+      Effect.filterOrDieMessage(AgentHooks.wellFormed.output, "afterToolResult returned no ToolOutput"),
       Effect.catchAllCause((cause) =>
         Effect.logWarning("afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
       )
@@ -266,7 +268,9 @@ const blockedBy = (turn: Turn, call: PreparedCall): Effect.Effect<Option.Option<
   const hook = turn.services.hooks.beforeToolCall
   return hook === undefined
     ? Effect.succeedNone
-    : hook(call).pipe(
+    : Effect.suspend(() => hook(call)).pipe(
+      // Anything but a well-formed verdict (a misspelt `{_tag: "block"}`) is the hook's failure: it blocks.
+      Effect.filterOrDieMessage(AgentHooks.wellFormed.verdict, "beforeToolCall returned no verdict"),
       Effect.map((verdict) => (verdict._tag === "Block" ? Option.some(verdict.reason) : Option.none())),
       Effect.catchAllCause((cause) =>
         Effect.logWarning("beforeToolCall failed; the call is blocked", cause).pipe(

@@ -1,6 +1,7 @@
 /**
  * Hooks into the turn loop, all optional, provided as one Layer. Each hook's failure mode is fixed
- * here, so an extension cannot end a turn by accident.
+ * here, so an extension cannot end a turn by accident: a hook that throws (rather than failing its
+ * Effect) or answers something of the wrong shape is taken as a failure (see `wellFormed`).
  *
  * @since 0.1.0
  */
@@ -27,6 +28,26 @@ export interface Hooks {
   /** After each step with tool calls: `true` ends the turn (`final`) instead of asking the model again. A failure continues. */
   readonly shouldStopAfterStep?: (state: SessionState) => Effect.Effect<boolean, unknown>
 }
+
+/**
+ * What the engine takes a hook's answer for: anything else is the hook's failure, with its
+ * documented fallback — `Proceed` only when it is exactly that (a misspelt `{_tag: "block"}` blocks),
+ * a result whose `result` is a string, a request whose `messages` and `tools` are arrays, a boolean.
+ *
+ * @internal
+ */
+export const wellFormed = {
+  verdict: (v: unknown): v is ToolCallVerdict =>
+    isObject(v) && (v._tag === "Proceed" || (v._tag === "Block" && typeof v.reason === "string")),
+  output: (o: unknown): o is ToolOutput =>
+    isObject(o) && typeof o.result === "string" && (o.exitCode === undefined || typeof o.exitCode === "number") &&
+    (o.images === undefined || Array.isArray(o.images)),
+  request: (r: unknown): r is ModelRequest =>
+    isObject(r) && typeof r.system === "string" && Array.isArray(r.messages) && Array.isArray(r.tools),
+  stop: (b: unknown): b is boolean => typeof b === "boolean"
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /** The hooks service; when absent, no hooks run. */
 export class AgentHooks extends Context.Tag("effect-agent/AgentHooks")<AgentHooks, AgentHooks.Service>() {}
