@@ -27,6 +27,7 @@ import type * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
 import * as Transcript from "../domain/Transcript.js"
+import * as AgentHooks from "../services/AgentHooks.js"
 import type { PermissionEngine, PermissionRequest } from "../services/PermissionEngine.js"
 import { type PathFence, type PreparedCall, unknownTool, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
@@ -661,7 +662,9 @@ export const settle = (services: Services, session: Host["session"], commit: Com
       const ending: Ending = read?._tag !== "Some"
         ? { outcome: "error", errorCode: "subagent_lost" }
         : end?.ending ?? { outcome: "error", errorCode: "interrupted" }
-      const result = read?._tag !== "Some" ? lost(childSessionId, undefined) : resultOf(childSessionId, ending, end?.answer ?? "")
+      const found = read?._tag !== "Some" ? lost(childSessionId, undefined) : resultOf(childSessionId, ending, end?.answer ?? "")
+      // The answer goes through `afterToolResult` as a live call's result does.
+      const result = Either.isRight(found) ? Either.right(yield* AgentHooks.afterResult(services.hooks, AgentHooks.storedCall(call), found.right)) : found
       yield* commit([
         ...(subagent.completed === true ? [] : [EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, { steps: 0 })]),
         Either.isRight(result)

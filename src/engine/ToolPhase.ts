@@ -252,17 +252,7 @@ const toolImages = (turn: Turn, tool: string, output: ToolOutput): Effect.Effect
       ))
   )
 
-const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => {
-  const hook = turn.services.hooks.afterToolResult
-  return hook === undefined
-    ? Effect.succeed(output)
-    : Effect.suspend(() => hook(call, output)).pipe(
-      Effect.filterOrDieMessage(AgentHooks.wellFormed.output, "afterToolResult returned no ToolOutput"),
-      Effect.catchAllCause((cause) =>
-        Effect.logWarning("afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
-      )
-    )
-}
+const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => AgentHooks.afterResult(turn.services.hooks, call, output)
 
 const blockedBy = (turn: Turn, call: PreparedCall): Effect.Effect<Option.Option<string>> => {
   const hook = turn.services.hooks.beforeToolCall
@@ -311,7 +301,9 @@ const resumeTask = (turn: Turn, call: Subagents.WaitingCall): Effect.Effect<void
   Effect.flatMap(Subagents.resume(turn, call), (outcome) =>
     Either.isLeft(outcome)
       ? toolFailed(turn, call.toolCallId, outcome.left.errorCode, outcome.left.message)
-      : turn.commit([EventDraft.toolCompleted(call.toolCallId, outcome.right.result)]))
+      // Its result goes through `afterToolResult` as a live one's does (a redaction holds across a restart).
+      : Effect.flatMap(afterResult(turn, AgentHooks.storedCall(call), outcome.right), (output) =>
+        turn.commit([EventDraft.toolCompleted(call.toolCallId, output.result)])))
 
 /**
  * Runs the tool calls of one model response to their end — or, when a paused turn is resumed in a

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type { SessionState } from "../domain/SessionState.js"
 import type { ModelRequest } from "./ModelProvider.js"
 import type { PreparedCall, ToolOutput } from "./ToolRouter.js"
@@ -46,6 +46,40 @@ export const wellFormed = {
     isObject(r) && typeof r.system === "string" && Array.isArray(r.messages) && Array.isArray(r.tools),
   stop: (b: unknown): b is boolean => typeof b === "boolean"
 }
+
+/**
+ * A tool's result through `afterToolResult`, wherever the engine stores one (a live call, a `task`
+ * call resumed or settled after a restart): a hook that fails, throws or answers no `ToolOutput`
+ * keeps the original, logged.
+ *
+ * @internal
+ */
+export const afterResult = (hooks: Hooks, call: PreparedCall, output: ToolOutput): Effect.Effect<ToolOutput> => {
+  const hook = hooks.afterToolResult
+  return hook === undefined
+    ? Effect.succeed(output)
+    : Effect.suspend(() => hook(call, output)).pipe(
+      Effect.filterOrDieMessage(wellFormed.output, "afterToolResult returned no ToolOutput"),
+      Effect.catchAllCause((cause) => Effect.logWarning("afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output)))
+    )
+}
+
+/**
+ * The call a `task` call's result is given to `afterToolResult` with when it ends in another process
+ * than the one that started it: the call as stored (its arguments as the model sent them).
+ *
+ * @internal
+ */
+export const storedCall = (call: { readonly toolCallId: string; readonly tool: string; readonly args: unknown; readonly risk?: PreparedCall["risk"] | undefined }): PreparedCall => ({
+  toolCallId: call.toolCallId,
+  tool: call.tool,
+  args: call.args as PreparedCall["args"],
+  input: call.args,
+  risk: call.risk ?? "write",
+  sequential: false,
+  paths: [],
+  scope: call.tool
+})
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
