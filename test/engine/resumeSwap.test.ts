@@ -27,91 +27,55 @@ const engineOn = (dataDir: string, model: FakeModelProvider.Options) =>
     Layer.provideMerge(NodeContext.layer)
   )
 
+/** A write asked about, the process stopped; `sub` becomes a link leading outside; the next process resumes. */
+const swapAcrossRestart = (answered: boolean) =>
+  Effect.gen(function*() {
+    const root = NodeFs.realpathSync(yield* tempDir)
+    const cwd = NodePath.join(root, "ws")
+    const outside = NodePath.join(root, "outside")
+    NodeFs.mkdirSync(NodePath.join(cwd, "sub"), { recursive: true })
+    NodeFs.mkdirSync(outside)
+    const dataDir = NodePath.join(root, "data")
+    const model: FakeModelProvider.Options = {
+      responses: [{ toolCalls: [{ tool: "write_file", args: { path: "sub/x.txt", content: "planted\n" }, id: "w1" }] }, { chunks: ["done"] }]
+    }
+    const first = yield* engineProcess(engineOn(dataDir, model))
+    const { asked, sessionId } = yield* first.provide(Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+      const reached = yield* Deferred.make<AgentEvent>()
+      yield* engine.runTurn({ sessionId, userMessage: "write" }).pipe(
+        Stream.tap((e) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(reached, e) : Effect.void),
+        Stream.runDrain,
+        Effect.forkDaemon
+      )
+      yield* Deferred.await(reached)
+      const log = yield* collect(engine.replaySession({ sessionId }))
+      return { asked: log.find((e) => e.type === "permission.requested")!.payload, sessionId }
+    }))
+    expect(asked).not.toHaveProperty("outsidePaths")
+    yield* first.stop
+    // Between the two processes: `sub` becomes a link leading outside cwd.
+    NodeFs.rmSync(NodePath.join(cwd, "sub"), { recursive: true })
+    NodeFs.symlinkSync(outside, NodePath.join(cwd, "sub"))
+
+    const second = yield* engineProcess(engineOn(dataDir, { responses: [{ chunks: ["done"] }] }))
+    const events = yield* second.provide(Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      // Answered in the new process before the resume, or still waiting: the resumed turn does not
+      // ask a question that is no longer the call's.
+      if (answered) yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow" })
+      return yield* collect(engine.resumeTurn({ sessionId }))
+    }))
+    yield* second.stop
+    expect(events.filter((e) => e.type === "tool.failed").map((e) => e.payload.errorCode)).toEqual(["path_changed"])
+    expect(events.some((e) => e.type === "tool.started")).toBe(false)
+    expect(NodeFs.existsSync(NodePath.join(outside, "x.txt"))).toBe(false)
+  }).pipe(Effect.provide(NodeContext.layer))
+
 describe("resume after a restart re-prepares an answered call", () => {
-  it.scoped("a folder swapped for a link between the ask and the resume: the approved write fails path_changed, nothing outside", () =>
-    Effect.gen(function*() {
-      const root = NodeFs.realpathSync(yield* tempDir)
-      const cwd = NodePath.join(root, "ws")
-      const outside = NodePath.join(root, "outside")
-      NodeFs.mkdirSync(NodePath.join(cwd, "sub"), { recursive: true })
-      NodeFs.mkdirSync(outside)
-      const dataDir = NodePath.join(root, "data")
-      const model: FakeModelProvider.Options = {
-        responses: [{ toolCalls: [{ tool: "write_file", args: { path: "sub/x.txt", content: "planted\n" }, id: "w1" }] }, { chunks: ["done"] }]
-      }
-      const first = yield* engineProcess(engineOn(dataDir, model))
-      const { asked, sessionId } = yield* first.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
-        const reached = yield* Deferred.make<AgentEvent>()
-        yield* engine.runTurn({ sessionId, userMessage: "write" }).pipe(
-          Stream.tap((e) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(reached, e) : Effect.void),
-          Stream.runDrain,
-          Effect.forkDaemon
-        )
-        yield* Deferred.await(reached)
-        const log = yield* collect(engine.replaySession({ sessionId }))
-        return { asked: log.find((e) => e.type === "permission.requested")!.payload, sessionId }
-      }))
-      expect(asked).not.toHaveProperty("outsidePaths")
-      yield* first.stop
-      // Between the two processes: `sub` becomes a link leading outside cwd.
-      NodeFs.rmSync(NodePath.join(cwd, "sub"), { recursive: true })
-      NodeFs.symlinkSync(outside, NodePath.join(cwd, "sub"))
-
-      const second = yield* engineProcess(engineOn(dataDir, { responses: [{ chunks: ["done"] }] }))
-      const events = yield* second.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow" })
-        return yield* collect(engine.resumeTurn({ sessionId }))
-      }))
-      yield* second.stop
-      expect(events.filter((e) => e.type === "tool.failed").map((e) => e.payload.errorCode)).toEqual(["path_changed"])
-      expect(events.some((e) => e.type === "tool.started")).toBe(false)
-      expect(NodeFs.existsSync(NodePath.join(outside, "x.txt"))).toBe(false)
-    }).pipe(Effect.provide(NodeContext.layer)), { timeout: 30_000 })
-  it.scoped("a folder swapped for a link between the ask and the resume: not yet answered: the resumed call fails path_changed before it is asked again, nothing outside", () =>
-    Effect.gen(function*() {
-      const root = NodeFs.realpathSync(yield* tempDir)
-      const cwd = NodePath.join(root, "ws")
-      const outside = NodePath.join(root, "outside")
-      NodeFs.mkdirSync(NodePath.join(cwd, "sub"), { recursive: true })
-      NodeFs.mkdirSync(outside)
-      const dataDir = NodePath.join(root, "data")
-      const model: FakeModelProvider.Options = {
-        responses: [{ toolCalls: [{ tool: "write_file", args: { path: "sub/x.txt", content: "planted\n" }, id: "w1" }] }, { chunks: ["done"] }]
-      }
-      const first = yield* engineProcess(engineOn(dataDir, model))
-      const { asked, sessionId } = yield* first.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
-        const reached = yield* Deferred.make<AgentEvent>()
-        yield* engine.runTurn({ sessionId, userMessage: "write" }).pipe(
-          Stream.tap((e) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(reached, e) : Effect.void),
-          Stream.runDrain,
-          Effect.forkDaemon
-        )
-        yield* Deferred.await(reached)
-        const log = yield* collect(engine.replaySession({ sessionId }))
-        return { asked: log.find((e) => e.type === "permission.requested")!.payload, sessionId }
-      }))
-      expect(asked).not.toHaveProperty("outsidePaths")
-      yield* first.stop
-      // Between the two processes: `sub` becomes a link leading outside cwd.
-      NodeFs.rmSync(NodePath.join(cwd, "sub"), { recursive: true })
-      NodeFs.symlinkSync(outside, NodePath.join(cwd, "sub"))
-
-      const second = yield* engineProcess(engineOn(dataDir, { responses: [{ chunks: ["done"] }] }))
-      const events = yield* second.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        // Still waiting for its answer: the resumed turn does not ask a question that is no longer the call's.
-        return yield* collect(engine.resumeTurn({ sessionId }))
-      }))
-      yield* second.stop
-      expect(events.filter((e) => e.type === "tool.failed").map((e) => e.payload.errorCode)).toEqual(["path_changed"])
-      expect(events.some((e) => e.type === "tool.started")).toBe(false)
-      expect(NodeFs.existsSync(NodePath.join(outside, "x.txt"))).toBe(false)
-    }).pipe(Effect.provide(NodeContext.layer)), { timeout: 30_000 })
+  it.scoped("a folder swapped for a link between the ask and the resume: the approved write fails path_changed, nothing outside", () => swapAcrossRestart(true), { timeout: 30_000 })
+  it.scoped("a folder swapped for a link between the ask and the resume: not yet answered: the resumed call fails path_changed before it is asked again, nothing outside", () => swapAcrossRestart(false), { timeout: 30_000 })
   it.scoped("control, no restart: the folder swapped while the question waits — path_changed, nothing outside", () =>
     Effect.gen(function*() {
       const root = NodeFs.realpathSync(yield* tempDir)
