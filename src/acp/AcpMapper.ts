@@ -527,6 +527,7 @@ export const subagentPermissionRequestOf = (
     toolCallId: asked.childToolCallId,
     tool: asked.tool,
     args: asked.args,
+    outsidePaths: asked.outsidePaths,
     askedBy: { sessionId: asked.childSessionId, description: asked.description }
   }, uncovered)
 

@@ -382,7 +382,8 @@ export const chat = (
                 childToolCallId: call.toolCallId,
                 tool: call.tool,
                 args: call.args,
-                risk: call.risk ?? "write"
+                risk: call.risk ?? "write",
+                outsidePaths: call.outsidePaths
               })
             })
         }

@@ -33,7 +33,7 @@ const oneLine = (text: string, max = 100) => {
 
 /** The question for a subagent's call waiting for the user (`subagent.asked`): labelled with the subagent's task and session; the call whole. */
 export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">, uncovered?: AskReason): string =>
-  `  Subagent "${visible(oneLine(asked.description, 80))}" (${visible(asked.childSessionId)}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args }, true)}?${
+  `  Subagent "${visible(oneLine(asked.description, 80))}" (${visible(asked.childSessionId)}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args, outsidePaths: asked.outsidePaths }, true)}?${
     becauseOf(asked.tool, uncovered)
   }`
 

@@ -368,7 +368,9 @@ export const SubagentAsked = turnEvent("subagent.asked", {
   childToolCallId: Schema.String,
   tool: Schema.String,
   args: Json,
-  risk: Risk
+  risk: Risk,
+  /** The real paths outside the child's cwd the call would touch: its `permission.requested`'s (absent when none, and in older logs). */
+  outsidePaths: Schema.optional(Schema.Array(Schema.String))
 })
 
 /**

@@ -351,10 +351,19 @@ export const subagentAsked = (asked: {
   readonly tool: string
   readonly args: unknown
   readonly risk: AgentEvent.Risk
-}): Draft<"subagent.asked"> => ({
-  type: "subagent.asked",
-  payload: { ...asked, description: escapeControls(asked.description), args: toJson(asked.args) }
-})
+  readonly outsidePaths?: ReadonlyArray<string> | undefined
+}): Draft<"subagent.asked"> => {
+  const { outsidePaths, ...rest } = asked
+  return {
+    type: "subagent.asked",
+    payload: {
+      ...rest,
+      description: escapeControls(asked.description),
+      args: toJson(asked.args),
+      ...(outsidePaths === undefined || outsidePaths.length === 0 ? {} : { outsidePaths: [...outsidePaths] })
+    }
+  }
+}
 
 /** `subagent.completed`: how the child's turn ended and what its tree used in all. */
 export const subagentCompleted = (

@@ -12,6 +12,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as Image from "../domain/Image.js"
 import * as Tokens from "../domain/Tokens.js"
+import * as AgentHooks from "../services/AgentHooks.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
@@ -83,7 +84,8 @@ const buildRequest = (turn: Turn): Effect.Effect<Built> =>
     const transform = services.hooks.transformContext
     const request = transform === undefined
       ? built.request
-      : yield* transform(built.request).pipe(
+      : yield* Effect.suspend(() => transform(built.request)).pipe(
+        Effect.filterOrDieMessage(AgentHooks.wellFormed.request, "transformContext returned no ModelRequest"),
         Effect.catchAllCause((cause) =>
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )

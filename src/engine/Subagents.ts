@@ -27,6 +27,7 @@ import type * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
 import * as Transcript from "../domain/Transcript.js"
+import * as AgentHooks from "../services/AgentHooks.js"
 import type { PermissionEngine, PermissionRequest } from "../services/PermissionEngine.js"
 import { type PathFence, type PreparedCall, unknownTool, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
@@ -356,7 +357,7 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
   const ending: Ending = { outcome: "cancelled", errorCode: undefined }
   const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
   // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
-  const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
+  const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk; outsidePaths?: ReadonlyArray<string> | undefined }>()
   const state = { answer: "", ended: false }
   const follow = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     switch (event.type) {
@@ -374,7 +375,10 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
         return Effect.void
       case "permission.requested": {
         const known = calls.get(event.payload.toolCallId)
-        if (known !== undefined) known.risk = event.payload.risk
+        if (known !== undefined) {
+          known.risk = event.payload.risk
+          known.outsidePaths = event.payload.outsidePaths
+        }
         return Effect.void
       }
       case "permission.resolved": {
@@ -389,7 +393,8 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
           childToolCallId: event.payload.toolCallId,
           tool: known?.tool ?? "unknown",
           args: known?.args ?? {},
-          risk: known?.risk ?? "write"
+          risk: known?.risk ?? "write",
+          outsidePaths: known?.outsidePaths
         })))
       }
       case "subagent.asked":
@@ -657,7 +662,9 @@ export const settle = (services: Services, session: Host["session"], commit: Com
       const ending: Ending = read?._tag !== "Some"
         ? { outcome: "error", errorCode: "subagent_lost" }
         : end?.ending ?? { outcome: "error", errorCode: "interrupted" }
-      const result = read?._tag !== "Some" ? lost(childSessionId, undefined) : resultOf(childSessionId, ending, end?.answer ?? "")
+      const found = read?._tag !== "Some" ? lost(childSessionId, undefined) : resultOf(childSessionId, ending, end?.answer ?? "")
+      // The answer goes through `afterToolResult` as a live call's result does.
+      const result = Either.isRight(found) ? Either.right(yield* AgentHooks.afterResult(services.hooks, AgentHooks.storedCall(call), found.right)) : found
       yield* commit([
         ...(subagent.completed === true ? [] : [EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, { steps: 0 })]),
         Either.isRight(result)

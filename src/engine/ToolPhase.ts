@@ -18,6 +18,7 @@ import type { TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import * as SessionState from "../domain/SessionState.js"
+import * as AgentHooks from "../services/AgentHooks.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, unknownTool, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import type { Capture } from "../services/WorkspaceCheckpoints.js"
@@ -124,7 +125,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
         toolCallId,
         tool: call.tool,
         risk: call.risk,
-        outsidePaths: [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
+        outsidePaths: outsideOf(call)
       })]
       : nothingPending
     // The policy reads nothing `permission.requested` changes: it decides before that event is
@@ -148,6 +149,28 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
       pending: resolved
     }
   })
+
+/** The real paths outside cwd a prepared call would touch, as its question names them (a link by its target; why, for one that only counts as outside). */
+const outsideOf = (call: PreparedCall): ReadonlyArray<string> =>
+  [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
+
+/**
+ * A call answered (or waiting for its answer) before a restart is prepared again in the new
+ * process: when it now leads elsewhere than its stored question said — other paths outside cwd (a
+ * folder became a link), or another risk — the answer was not to this call, and it fails
+ * `path_changed` as a swap while the question waited does in one process. (Paths inside cwd are not
+ * stored with the question, so a move that stays inside is not told.)
+ */
+const changedSinceAsked = (turn: Turn, call: PreparedCall): string | undefined => {
+  const asked = SessionState.openCall(turn.session.live.state, call.toolCallId)
+  if (asked?.risk === undefined) return undefined
+  const before = [...(asked.outsidePaths ?? [])].sort()
+  const now = [...outsideOf(call)].sort()
+  const samePaths = before.length === now.length && before.every((p, i) => p === now[i])
+  if (samePaths && asked.risk === call.risk) return undefined
+  const where = now.length === 0 ? "" : ` it would now touch ${now.join(", ")}, outside the working directory;`
+  return `${call.paths[0]?.requested ?? call.tool} changed since the call was asked about (a folder or file became a link, or the file got another name):${where} it was not run; try again`
+}
 
 /**
  * Runs an allowed call: `tool.started` (stored with the decision's `pending` events), the tool,
@@ -229,22 +252,15 @@ const toolImages = (turn: Turn, tool: string, output: ToolOutput): Effect.Effect
       ))
   )
 
-const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => {
-  const hook = turn.services.hooks.afterToolResult
-  return hook === undefined
-    ? Effect.succeed(output)
-    : hook(call, output).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logWarning("afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
-      )
-    )
-}
+const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => AgentHooks.afterResult(turn.services.hooks, call, output)
 
 const blockedBy = (turn: Turn, call: PreparedCall): Effect.Effect<Option.Option<string>> => {
   const hook = turn.services.hooks.beforeToolCall
   return hook === undefined
     ? Effect.succeedNone
-    : hook(call).pipe(
+    : Effect.suspend(() => hook(call)).pipe(
+      // Anything but a well-formed verdict (a misspelt `{_tag: "block"}`) is the hook's failure: it blocks.
+      Effect.filterOrDieMessage(AgentHooks.wellFormed.verdict, "beforeToolCall returned no verdict"),
       Effect.map((verdict) => (verdict._tag === "Block" ? Option.some(verdict.reason) : Option.none())),
       Effect.catchAllCause((cause) =>
         Effect.logWarning("beforeToolCall failed; the call is blocked", cause).pipe(
@@ -285,7 +301,9 @@ const resumeTask = (turn: Turn, call: Subagents.WaitingCall): Effect.Effect<void
   Effect.flatMap(Subagents.resume(turn, call), (outcome) =>
     Either.isLeft(outcome)
       ? toolFailed(turn, call.toolCallId, outcome.left.errorCode, outcome.left.message)
-      : turn.commit([EventDraft.toolCompleted(call.toolCallId, outcome.right.result)]))
+      // Its result goes through `afterToolResult` as a live one's does (a redaction holds across a restart).
+      : Effect.flatMap(afterResult(turn, AgentHooks.storedCall(call), outcome.right), (output) =>
+        turn.commit([EventDraft.toolCompleted(call.toolCallId, output.result)])))
 
 /**
  * Runs the tool calls of one model response to their end — or, when a paused turn is resumed in a
@@ -346,6 +364,13 @@ const runCalls = (
       if (Either.isLeft(prepared)) {
         yield* toolFailed(turn, call.toolCallId, prepared.left.errorCode, prepared.left.message)
         continue
+      }
+      if (status === "allowed" || status === "awaiting_approval") {
+        const changed = changedSinceAsked(turn, prepared.right)
+        if (changed !== undefined) {
+          yield* toolFailed(turn, call.toolCallId, "path_changed", changed)
+          continue
+        }
       }
       if (status === "requested") {
         const blocked = yield* blockedBy(turn, prepared.right)

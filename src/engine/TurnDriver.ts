@@ -18,6 +18,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
+import * as AgentHooks from "../services/AgentHooks.js"
 import type { FinishReason } from "../services/ModelProvider.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -205,7 +206,8 @@ const shouldStop = (turn: Turn) => {
   const hook = turn.services.hooks.shouldStopAfterStep
   return hook === undefined
     ? Effect.succeed(false)
-    : hook(turn.session.live.state).pipe(
+    : Effect.suspend(() => hook(turn.session.live.state)).pipe(
+      Effect.filterOrDieMessage(AgentHooks.wellFormed.stop, "shouldStopAfterStep returned no boolean"),
       Effect.catchAllCause((cause) => Effect.logWarning("shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
     )
 }

@@ -194,6 +194,15 @@ describe("AcpMapper on golden 2 (tools)", () => {
     expect(request.toolCall.title).toBe(`Subagent "${shown}" (sess_2): Run \`ls\``)
   })
 
+  it("a subagent's permission request says where a link leads (subagent.asked's outsidePaths), as the session's own does", () => {
+    const asked: AgentEvent.PayloadOf<"subagent.asked"> = {
+      toolCallId: "call_1", childSessionId: "sess_2", description: "tidy", childToolCallId: "c1",
+      tool: "write_file", args: { path: "shared/child.txt", content: "x" }, risk: "write", outsidePaths: ["/elsewhere/child.txt"]
+    }
+    const request = AcpMapper.subagentPermissionRequestOf("sess_1", cwd, asked)
+    expect(request.toolCall.title).toContain("(outside the working directory: /elsewhere/child.txt)")
+  })
+
   it("the policy's ask is a permission request with the four option kinds, not an update", () => {
     const ask = events.find((e) => e.type === "permission.resolved" && e.payload.decision === "ask")!
     expect(AcpMapper.updatesOf(ask, { cwd, phase: "live", support: AcpMapper.baseline })).toEqual([])

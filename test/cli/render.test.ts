@@ -125,4 +125,19 @@ describe("Render", () => {
     expect(question).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/)
     expect(question).toContain("(sess_\\x1b]0;owned\\x07) asks")
   })
+  it("a subagent's question says where a link leads, as the parent's own does (outsidePaths)", () => {
+    const asked: AgentEvent.PayloadOf<"subagent.asked"> = {
+      toolCallId: "t1",
+      childSessionId: "sess_c",
+      childToolCallId: "c1",
+      description: "tidy",
+      tool: "write_file",
+      args: { path: "shared/child.txt", content: "x" },
+      risk: "write",
+      outsidePaths: ["/tmp/outside/child.txt"]
+    }
+    expect(Render.subagentQuestion(asked)).toContain("(outside the working directory: /tmp/outside/child.txt)?")
+    const { outsidePaths: _, ...old } = asked
+    expect(Render.subagentQuestion(old)).not.toContain("outside")
+  })
 })

@@ -271,6 +271,32 @@ describe("subagents", () => {
       })))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  // review61a: the child's question said nothing of where a link leads; the parent's own call's does.
+  it.scoped("a child's write through a link leading outside: its subagent.asked carries the child's outsidePaths", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "write" }).pipe(
+          Stream.tap((event) =>
+            event.type === "subagent.asked"
+              ? engine.resolvePermission({ sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, decision: "deny" })
+              : Effect.void
+          )
+        ))
+        const asked = ofType(events, "subagent.asked")
+        const child = yield* logOf(asked[0]!.payload.childSessionId)
+        const requested = ofType(child, "permission.requested")[0]!.payload.outsidePaths
+        expect(requested?.length).toBe(1)
+        expect(asked.map((e) => e.payload.outsidePaths)).toEqual([requested])
+        expect(NodeFs.existsSync(NodePath.join(cwd, "..", "elsewhere", "x.txt"))).toBe(false)
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ description: "write the file", prompt: "w" }, "t1")] }, { chunks: ["ok"] }],
+        subagents: { w: [{ toolCalls: [{ tool: "write_file", args: { path: "out/x.txt", content: "hello" }, id: "w1" }] }, { chunks: ["denied"] }] }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   // The task's cwd is checked when the task starts; the child then works in that path for many
   // steps. Swapped for a link meanwhile (the parent's own command in the same step can, as `sub` is
   // inside its workspace: `sleep 1; rm -r sub; ln -s ~ sub`), the child's workspace became the
