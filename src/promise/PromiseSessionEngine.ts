@@ -165,7 +165,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
   // running turns (as a `break` would not: the session's queued follow-ups would start).
   const calls = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
   const iterations = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
-  const fork = <A, E>(effect: Effect.Effect<A, E, SessionEngine.SessionEngine>, running = calls): Fiber.RuntimeFiber<A, E> => {
+  const fork = <A, E>(effect: Effect.Effect<A, E, SessionEngine.SessionEngine>, running = calls): Fiber.RuntimeFiber<A, unknown> => {
     const fiber = runtime.runFork(effect)
     running.add(fiber)
     fiber.addObserver(() => running.delete(fiber))
@@ -206,7 +206,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
       [Symbol.asyncIterator]() {
         const again = oneShot !== undefined && iterated
         iterated = true
-        let fiber: Fiber.RuntimeFiber<void, E> | undefined = undefined
+        let fiber: Fiber.RuntimeFiber<void, unknown> | undefined = undefined
         let pending: { resolve: (result: IteratorResult<AgentEvent>) => void; reject: (error: unknown) => void } | undefined = undefined
         let ended: { readonly error: unknown } | undefined = undefined
         const latch = Effect.unsafeMakeLatch(false)
