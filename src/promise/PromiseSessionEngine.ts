@@ -74,7 +74,9 @@ export interface PromiseSessionEngine {
   /**
    * Runs one turn. Iterate it with `for await`; `break` cancels the turn. Aborting `signal`
    * cancels it too: the iteration then ends with `turn.completed {stopReason: "cancelled"}`. A
-   * signal that is already aborted rejects at once and starts nothing.
+   * signal that is already aborted rejects at once and starts nothing; one aborted before the turn
+   * started (behind a stopped process's follow-ups) withdraws it and the iteration ends. One-shot: a
+   * second iteration of the same iterable throws.
    */
   readonly runTurn: (input: SessionEngine.RunTurnInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
   /** Continues a turn paused in the log (its process stopped while a call waited for approval). */
@@ -93,7 +95,7 @@ export interface PromiseSessionEngine {
   readonly dropFollowUps: (input: SessionEngine.DropFollowUpsInput) => Promise<SessionEngine.FollowUpsDropped>
   /** Names the session (`session.titled`); answers the title as stored. */
   readonly renameSession: (input: SessionEngine.RenameSessionInput) => Promise<{ readonly title: string }>
-  /** Compacts the session's context now; see `SessionEngine.compactSession`. `signal` aborts it (`compaction.failed {cancelled}`). */
+  /** Compacts the session's context now; see `SessionEngine.compactSession`. `signal` aborts it (`compaction.failed {cancelled}`; rejects with `signal.reason`). */
   readonly compactSession: (input: SessionEngine.CompactSessionInput & { readonly signal?: AbortSignal }) => Promise<SessionEngine.CompactionResult>
   /** Forks a session at a closed point (default: the session as it is now, but a turn or compaction still open); resolves with the new session. */
   readonly forkSession: (input: SessionEngine.ForkSessionInput) => Promise<Session>
@@ -103,7 +105,7 @@ export interface PromiseSessionEngine {
   /**
    * Watches a session: its stored events from `fromSequence`, then live ones across turns, each
    * exactly once. Never ends by itself: `break` out of the `for await`, or abort `signal` (the
-   * iteration then simply ends).
+   * iteration then simply ends; already aborted, it ends at once).
    */
   readonly watchSession: (input: SessionEngine.WatchSessionInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
   readonly sessionState: (input: SessionEngine.SessionInput) => Promise<SessionState>
