@@ -133,6 +133,13 @@ export const make = (
     // Insertion order is recency order: a used entry is moved to the end.
     const entries = new Map<string, Entry>()
     const writers = new Map<string, Writer>()
+    // Once the engine's scope closes its locks are released: a call still running outside it (an
+    // embedder's fiber) is interrupted rather than let write (or take a lock) after that.
+    let closed = false
+    yield* Scope.addFinalizer(scope, Effect.sync(() => {
+      closed = true
+      writers.clear()
+    }))
 
     const touch = (sessionId: string) => {
       const entry = entries.get(sessionId)
@@ -189,7 +196,7 @@ export const make = (
       yield* Effect.forkIn(Effect.repeat(sweep, Schedule.spaced(Duration.millis(Math.max(1000, idleMs / 2)))), scope)
     }
 
-    const writerHeld = (sessionId: string) => writers.get(sessionId)?.held === true
+    const writerHeld = (sessionId: string) => !closed && writers.get(sessionId)?.held === true
 
     /**
      * A session held without its writer lock, brought up to the end of the log before it is answered:
@@ -262,6 +269,7 @@ export const make = (
 
     const holdWriter = (sessionId: string): Effect.Effect<void, EventStoreFailure | SessionBusy> =>
       Effect.suspend(() => {
+        if (closed) return Effect.interrupt
         const existing = writers.get(sessionId)
         if (existing?.releasing !== undefined) return Effect.zipRight(Deferred.await(existing.releasing), holdWriter(sessionId))
         if (existing !== undefined) return existing.taking === undefined ? Effect.void : Deferred.await(existing.taking)
@@ -304,6 +312,7 @@ export const make = (
 
     const writable = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy> =>
       Effect.suspend(() => {
+        if (closed) return Effect.interrupt
         const writer = writers.get(sessionId)
         if (writer?.held === true && writer.releasing === undefined) return get(sessionId)
         if (entries.has(sessionId)) return Effect.zipRight(holdWriter(sessionId), get(sessionId))

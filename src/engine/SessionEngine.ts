@@ -421,6 +421,8 @@ export const make = (
       subagents
     }
     const scope = yield* Effect.scope
+    // The watches run on their callers' fibers: ended when the engine's scope closes, not left waiting.
+    yield* Effect.addFinalizer(() => services.watchers.close)
     const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, (sessionId) => LogFold.load(store, sessionId))
     const engine: SessionDriver.Engine = { services, sessions, scope }
 

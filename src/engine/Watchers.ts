@@ -20,11 +20,12 @@
  * @since 0.2.0
  * @internal
  */
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -74,6 +75,12 @@ export interface Watchers<E = never> {
   readonly subscribe: (sessionId: string, poll?: Poll<E>) => Effect.Effect<Subscription<E>, never, Scope.Scope>
   /** How many live events the hub keeps for a session: those its slowest watcher has not taken, bounded. */
   readonly kept: (sessionId: string) => number
+  /**
+   * Ends every feed, as the engine's scope closes: each watcher's stream is interrupted (a watch runs
+   * on its caller's fiber, outside that scope: it would wait for events forever), each poll stops, and
+   * a watcher that subscribes later is interrupted at once.
+   */
+  readonly close: Effect.Effect<void>
 }
 
 /** How many live events a session's feed keeps at least before the oldest make way (read again from the store). */
@@ -113,6 +120,7 @@ interface Feed<E> {
 export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E> => {
   const keep = Number.isSafeInteger(capacity) && capacity >= 1 ? capacity : defaultCapacity
   const feeds = new Map<string, Feed<E>>()
+  let closed = false
   /** Once every watcher has taken every event, the feed holds none (an idle session costs nothing). */
   const caughtUp = (feed: Feed<E>) => {
     if (--feed.behind > 0) return
@@ -205,18 +213,27 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
       append(feed, events)
     },
     kept: (sessionId) => feeds.get(sessionId)?.events.length ?? 0,
+    close: Effect.sync(() => {
+      closed = true
+      for (const feed of feeds.values()) {
+        feed.failure = Cause.interrupt(FiberId.none)
+        feed.poller?.unsafeInterruptAsFork(FiberId.none)
+        wakeAll(feed)
+      }
+      feeds.clear()
+    }),
     subscribe: (sessionId, poll) =>
       Effect.acquireRelease(
         Effect.gen(function*() {
           let feed = feeds.get(sessionId)
           if (feed === undefined) {
-            feed = { events: [], dropped: 0, members: new Set(), behind: 0, waiting: new Set(), appended: 0, failure: undefined, poller: undefined, latest: undefined }
-            feeds.set(sessionId, feed)
+            feed = { events: [], dropped: 0, members: new Set(), behind: 0, waiting: new Set(), appended: 0, failure: closed ? Cause.interrupt(FiberId.none) : undefined, poller: undefined, latest: undefined }
+            if (!closed) feeds.set(sessionId, feed)
             // Forked as a daemon, not in the first watcher's scope: the feed outlives that watcher
             // while others watch; the last one to leave stops it. Interruptible, though forked from
             // this uninterruptible acquire: else that stop would never land, and the poll's timer
             // would keep the process alive after its last watcher.
-            if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(sessionId, feed, poll)))
+            if (poll !== undefined && !closed) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(sessionId, feed, poll)))
           }
           const member: Member = { seen: undefined }
           feed.members.add(member)
