@@ -14,15 +14,13 @@
  *   node --import tsx bench/sdk-handoff.ts [reps=5] [deltas=2000]
  */
 import Anthropic from "@anthropic-ai/sdk"
-import { Agent } from "@mariozechner/pi-agent-core"
-import { getModel } from "@mariozechner/pi-ai"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import * as Redacted from "effect/Redacted"
 import * as AnthropicModelProvider from "../src/layers/AnthropicModelProvider.js"
 import { type AgentEvent, EventStore, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
-import { count, touchPi } from "./engine.js"
+import { count } from "./engine.js"
 import { median } from "./measure.js"
-import { startVendor } from "./rows/sdkTurn.js"
+import { piTurn, startVendor } from "./rows/sdkTurn.js"
 
 const reps = Number(process.argv[2] ?? 5)
 const deltas = Number(process.argv[3] ?? 2000)
@@ -75,24 +73,10 @@ const ours = (url: string, counts: { chunks: Array<number>; appends: Array<numbe
   }
 }
 
-const pi = (url: string) => async () => {
-  const model = { ...getModel("anthropic", "claude-sonnet-4-5"), baseUrl: url }
-  const agent = new Agent({ initialState: { model, systemPrompt: "" }, getApiKey: () => "bench" })
-  let events = 0
-  agent.subscribe((event) => {
-    events++
-    touchPi(event)
-  })
-  return cpu(async () => {
-    await agent.prompt("hi")
-    return events
-  })
-}
-
 const vendor = await startVendor(deltas, Number(process.env.BENCH_VENDOR_PACE_MS ?? 1))
 try {
   const counts = { chunks: [] as Array<number>, appends: [] as Array<number> }
-  const sides = { sdk: sdkOnly(vendor.url), ours: ours(vendor.url, counts), pi: pi(vendor.url) }
+  const sides = { sdk: sdkOnly(vendor.url), ours: ours(vendor.url, counts), pi: piTurn(vendor.url) }
   const results: Record<string, Array<number>> = { sdk: [], ours: [], pi: [] }
   // A warm-up round, not counted.
   for (const run of Object.values(sides)) await run()
