@@ -14,6 +14,9 @@
  *   node --import tsx bench/ops.ts perDelta [deltas=1000] (row 1's turn: ops a delta, one per chunk, and the store's appends)
  *   node --import tsx bench/ops.ts paced [deltas=500]     (row 24's stream without HTTP: `fromSdk`, a delta every
  *                                                          `ROW21_PACE_MS` ms; ops a delta and appends — timer-paced, so not exact)
+ *   node --import tsx bench/ops.ts sdk [deltas=500]       (row 24's turn: the Anthropic SDK on the paced vendor of `bench/vendor-server.ts`
+ *                                                          in this process, a delta every `ROW21_PACE_MS` ms; ops a delta, appends,
+ *                                                          the provider stream's chunks (each a wake-up of the engine's reader), ops by fiber)
  */
 import { createHook } from "node:async_hooks"
 import NodeFsModule, { mkdirSync, writeFileSync } from "node:fs"
@@ -22,6 +25,7 @@ import { join } from "node:path"
 import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
 import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
 import { count, deltaTexts, floorTurn, row21Response, scratch, spiedAppends, toolSession } from "./engine.js"
+import { startVendorServer } from "./vendor-server.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
@@ -305,17 +309,33 @@ const stepKinds = async (steps: number) => {
  * over the memory store: Effect ops a delta (a turn of D against one of 1) and the store's appends
  * (the commits) of the D-delta turn.
  */
-const perDelta = async (source: string | undefined, deltas: number) => {
+const perDelta = async (
+  source: string | undefined,
+  deltas: number,
+  // Another provider (the SDK's), told how many deltas the next response has.
+  provider?: (deltas: () => number) => Layer.Layer<ModelProvider.ModelProvider>
+) => {
   let n = 1
   let appends = 0
+  // The chunks the provider's stream hands the engine's reader, a wake-up of the reader each.
+  let chunks = 0
+  const model = provider?.(() => n) ?? Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+    capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+    stream: () => row21Response(deltaTexts(n).map(ModelProvider.textDelta), source)
+  }))
+  const chunked = Layer.effect(ModelProvider.ModelProvider, Effect.map(ModelProvider.ModelProvider, (p) => ({
+    ...p,
+    stream: (request: ModelProvider.ModelRequest) =>
+      Stream.mapChunks(p.stream(request), (chunk) => {
+        chunks++
+        return chunk
+      })
+  }))).pipe(Layer.provide(model))
   // `COMMIT_WINDOW_MS`: the engine's commit window (default: the engine's).
   const window = process.env.COMMIT_WINDOW_MS
   const rt = ManagedRuntime.make(SessionEngine.layer(window === undefined ? {} : { commitWindow: Number(window) }).pipe(Layer.provide(Layer.mergeAll(
     Layer.provideMerge(spiedAppends(() => appends++), MemoryEventStore.layer),
-    Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
-      capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
-      stream: () => row21Response(deltaTexts(n).map(ModelProvider.textDelta), source)
-    })),
+    chunked,
     IdGenerator.layer
   ))))
   try {
@@ -326,8 +346,17 @@ const perDelta = async (source: string | undefined, deltas: number) => {
     const one = await counted(rt, turn(sessionId))
     n = deltas
     appends = 0
+    chunks = 0
     const many = await counted(rt, turn(sessionId))
-    console.log(`${source ?? "standIn"}: a turn of ${deltas} deltas, one per chunk: ${many.ops} Effect ops, ${many.fibers} fibers, ${appends} appends; each delta more: ${((many.ops - one.ops) / (deltas - 1)).toFixed(1)} Effect ops`)
+    console.log(`${source ?? "standIn"}: a turn of ${deltas} deltas, one per chunk: ${many.ops} Effect ops, ${many.fibers} fibers, ${appends} appends, ${chunks} provider chunks; each delta more: ${((many.ops - one.ops) / (deltas - 1)).toFixed(1)} Effect ops`)
+    if (provider !== undefined) {
+      // The same turn again, its ops by fiber: the engine's (the turn, its consumer) against the provider stream's reader.
+      const perFiber = new PerFiber()
+      await rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(turn(sessionId), perFiber), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
+      for (const [id, f] of perFiber.fibers) {
+        if (f.ops >= deltas / 10) console.log(`  fiber #${id}: ${(f.ops / deltas).toFixed(1)} ops a delta, ${(f.suspensions / deltas).toFixed(2)} suspensions a delta — started at ${f.label}`)
+      }
+    }
   } finally {
     await rt.dispose()
   }
@@ -360,9 +389,31 @@ const syncFsCalls = async (run: () => Promise<void>): Promise<Map<string, number
   return calls
 }
 
+/** Row 24's turn counted: {@link perDelta} through the Anthropic SDK on paced vendors in this process (one of 1 delta, one of D). */
+const sdkPaced = async (deltas: number) => {
+  const { make } = await import("../src/layers/AnthropicModelProvider.js")
+  const Redacted = await import("effect/Redacted")
+  const paceMs = Number(process.env.ROW21_PACE_MS ?? 1)
+  const vendors = await Promise.all([startVendorServer({ deltas: 1, paceMs }), startVendorServer({ deltas, paceMs })])
+  try {
+    await perDelta("sdk", deltas, (n) =>
+      Layer.effect(ModelProvider.ModelProvider, Effect.map(
+        Effect.all(vendors.map(({ url }) => make({ apiKey: Redacted.make("bench"), baseURL: url, model: "bench" }))),
+        ([one, many]) => ModelProvider.ModelProvider.of({ capabilities: one!.capabilities, stream: (request) => (n() === 1 ? one! : many!).stream(request) })
+      )))
+  } finally {
+    for (const { server } of vendors) {
+      server.closeAllConnections()
+      server.close()
+    }
+  }
+}
+
+
 const main = async () => {
   if (process.argv[2] === "perDelta") return perDelta(undefined, Number(process.argv[3] ?? 1000))
   if (process.argv[2] === "paced") return perDelta("paced", Number(process.argv[3] ?? 500))
+  if (process.argv[2] === "sdk") return sdkPaced(Number(process.argv[3] ?? 500))
   if (process.argv[2] === "steps") return stepKinds(Number(process.argv[3] ?? 20))
   if (process.argv[2] === "fibers") return turnFibers(Number(process.argv[3] ?? 100))
   if (process.argv[2] === "floor") return floorFibers(Number(process.argv[3] ?? 100))

@@ -67,7 +67,7 @@ const oursTurn = (url: string, store: "memory" | "jsonl") => async (): Promise<n
   }
 }
 
-const piTurn = (url: string) => async (): Promise<number> => {
+export const piTurn = (url: string) => async (): Promise<number> => {
   const model = { ...getModel("anthropic", "claude-sonnet-4-5"), baseUrl: url }
   const agent = new Agent({ initialState: { model, systemPrompt: "" }, getApiKey: () => "bench" })
   let events = 0

@@ -271,7 +271,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     // here and handed on rather than put into the fiber's context (`Effect.scoped`), which a response's
     // start and end — and a cancel's unwinding — would pay for (bench/cancel-ops.ts).
     return Effect.scopedWith((scope) =>
-      Effect.flatMap(runAheadIn(turn.services.provider.stream(built.request), pendingCapacity, scope), (started) => {
+      Effect.flatMap(runAheadIn(turn.services.provider.stream(built.request), pendingCapacity, scope, windowMs), (started) => {
         endWithLast = started.whole
         return drain(started, true)
       })

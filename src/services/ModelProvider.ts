@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -120,6 +121,23 @@ export const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) =>
   return Effect.sync(() => clearImmediate(handle))
 })
 
+/**
+ * How a response's stream may hand over its later pieces, as the reader running it ahead
+ * ({@link runAheadIn}) tells it: `windowMs`, the reader's commit window, and whether the reader has
+ * been handed a first piece yet (`started`). A provider that reads its vendor's stream itself
+ * (`Support.fromSdk`) hands over everything at once until then — a step's first delta is never held
+ * — and afterwards gathers what arrives for up to `windowMs` into one hand-over: one wake-up of the
+ * reader a batch, not one a delta. Read once, when the provider's stream starts; `undefined` (a
+ * stream read by anything else) is no window.
+ */
+export interface HandOff {
+  readonly windowMs: number
+  started: boolean
+}
+
+/** The {@link HandOff} of the response being run ahead in this fiber, if any. */
+export const currentHandOff: FiberRef.FiberRef<HandOff | undefined> = FiberRef.unsafeMake<HandOff | undefined>(undefined)
+
 /** A response's stream run ahead ({@link runAhead}). */
 export interface RunAhead<A, E> {
   /** What the stream has handed over, for `takeArrived` to take from. */
@@ -159,12 +177,21 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
  * {@link runAhead} owned by `scope`, given rather than read from the context: a caller that makes the
  * scope itself (`Effect.scopedWith`) puts no `Scope` into its fiber's context around the response and
  * takes none out when it ends (`Effect.scoped` does, once per response, and a cancel unwinds it).
+ * `windowMs` above 0 is the reader's commit window, told to the stream ({@link currentHandOff}) so
+ * that a provider reading its vendor itself gathers the pieces after the first over it.
  */
-export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, scope: Scope.Scope): Effect.Effect<RunAhead<A, E>> =>
+export const runAheadIn = <A, E>(
+  stream: Stream.Stream<A, E>,
+  capacity: number,
+  scope: Scope.Scope,
+  windowMs = 0
+): Effect.Effect<RunAhead<A, E>> =>
   Effect.flatMap(buffered<A, E>(capacity, scope), (buffer) =>
     Effect.flatMap(Channel.toPullIn(Stream.toChannel(stream), scope), (pull) => {
       let starting = true
       let ended = false
+      // What the stream is told of this reader (`currentHandOff`): its window, and once a first piece was put in.
+      const handOff: HandOff | undefined = windowMs > 0 ? { windowMs, started: false } : undefined
       // The reader waiting in `settle`, and how many pieces end its wait: woken by the offer that
       // brings the buffer to that many, or by the end.
       let settling: (() => void) | undefined
@@ -186,6 +213,7 @@ export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, 
             return Chunk.drop(chunk, i)
           }
         }
+        if (handOff !== undefined && chunk.length > 0) handOff.started = true
         if (settling !== undefined && sizeOf(buffer) >= enough) nudge()
         return undefined
       }
@@ -242,7 +270,12 @@ export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, 
         // Started and handed to the scope in one uninterruptible step: never left running unowned.
         Effect.uninterruptible(Effect.suspend(() => {
           // Its refs forked from this fiber's, as `Effect.fork` makes them: an interruption this fiber has received is not the new one's.
-          const fiber = Runtime.runFork(runtime, pump, { updateRefs: FiberRefs.forkAs })
+          // With the window, `currentHandOff` is set in them as they are made: no Effect op of its own (`Effect.locally` is ~20).
+          const fiber = Runtime.runFork(runtime, pump, {
+            updateRefs: handOff === undefined
+              ? FiberRefs.forkAs
+              : (refs, id) => FiberRefs.updateAs(FiberRefs.forkAs(refs, id), { fiberId: id, fiberRef: currentHandOff, value: handOff })
+          })
           starting = false
           return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true, settle }) : runningAhead(fiber, buffer, settle, scope)
         })))

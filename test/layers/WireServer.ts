@@ -31,6 +31,8 @@ export interface Recording {
   readonly end?: "end" | "reset" | undefined
   /** Milliseconds between two pieces (a body that trickles); none once the client closed the connection. */
   readonly gapMs?: number | undefined
+  /** What piece `i` waits for before it is written, if anything (a test's gate: a vendor that waits for the client to have seen something). */
+  readonly before?: ((i: number) => Promise<void> | undefined) | undefined
 }
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/providers")
@@ -86,7 +88,13 @@ export const start = async (): Promise<WireServer> => {
       res.socket?.setNoDelay(true)
       const pieces = next.pieces
       const gapMs = next.gapMs
-      const write = (i: number) => {
+      const write = (i: number): void => {
+        if (res.destroyed) return
+        const gate = i < pieces.length ? next.before?.(i) : undefined
+        if (gate !== undefined) return void gate.then(() => writeNow(i))
+        writeNow(i)
+      }
+      const writeNow = (i: number) => {
         if (res.destroyed) return
         const after = () => (gapMs === undefined ? setImmediate(() => write(i + 1)) : setTimeout(() => write(i + 1), gapMs))
         if (i < pieces.length) return void res.write(pieces[i]!, after)

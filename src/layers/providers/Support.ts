@@ -14,6 +14,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -338,17 +339,31 @@ const realClock: unknown = Object.getPrototypeOf(Clock.make())
 const pendingCapacity = 4096
 
 /**
+ * How many SDK events end a window's gathering early (as the engine's commit window ends at 1,024
+ * pieces): a flood is handed over in batches of this many at most, never held for the window.
+ */
+const windowEvents = 1024
+
+/**
  * An SDK's streamed response as a `Stream`. Interrupting it aborts the request (the server sees the
  * connection close); no event for `idleTimeout` (by the `Clock`) fails it as a stalled stream.
  *
  * The SDK's iterator is read by a plain loop into a buffer, and the stream hands over everything
  * buffered at each pull: a vendor's one event per SSE message costs no fiber step of its own, and
- * the engine gets what arrived since its last pull as one chunk. One timer watches for a stall,
- * re-armed from the time of the last event, rather than one per event.
+ * the engine gets what arrived since its last pull as one chunk. Read by the engine (its run-ahead
+ * tells the stream its commit window, `ModelProvider.currentHandOff`), what arrives once the engine
+ * has its response's first piece is gathered for the window (from the last hand-over; 1,024 events
+ * end it early) and handed over together — one wake-up of the engine's reader a window, not one a
+ * delta, for a vendor pacing one delta per socket read; everything before that first piece goes at
+ * once, so a step's first delta is never held. The end of the stream, a failure or a stall hands
+ * over what is gathered first; closing the stream (a cancel) drops it with the request. One timer
+ * watches for a stall, re-armed from the time of the last event, rather than one per event.
  */
 export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, ProviderFailure> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const clock = yield* Effect.clock
+    // The engine's reader's window, if the engine is reading (`runAheadIn`): read once, as the stream starts.
+    const handOff = yield* FiberRef.get(ModelProvider.currentHandOff)
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout))
     /** How a failed read ends the stream: the vendor's failure, or a defect if translating it threw (as with `Effect.tryPromise`). */
     const failedRead = (error: unknown): Exit.Exit<void, ProviderFailure> => {
@@ -382,19 +397,24 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
       const check = (): void => {
         const wait = lastEventAt + idleMs - now()
         if (wait > 0) timer = setTimeout(check, Math.min(wait, maxTimerMs))
-        else arrived.unsafeDone(Exit.fail(stalled()))
+        else {
+          // What arrived before the stall (a window's worth at most) goes first, as before a failed read.
+          handOver()
+          arrived.unsafeDone(Exit.fail(stalled()))
+        }
       }
       timer = setTimeout(check, Math.min(idleMs, maxTimerMs))
     } else {
       const watch: Effect.Effect<void> = Effect.suspend(() => {
         const wait = lastEventAt + idleMs - now()
-        return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
+        return wait <= 0 ? Effect.zipRight(Effect.sync(() => handOver()), Effect.asVoid(arrived.fail(stalled()))) : Effect.zipRight(Effect.sleep(wait), watch)
       })
       yield* Effect.forkScoped(watch)
     }
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         stopWatch()
+        unschedule()
         controller.abort()
       })
     )
@@ -405,12 +425,35 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     // event, 4.9 with an offer each). Row 10's warm turns cost the same either way; its first,
     // cold turn less (docs/benchmarks.md).
     let pending: Array<A> = []
-    let scheduled = false
+    // The hand-over to come: on the event loop's next turn, or at the end of the window (a Node timer,
+    // not the `Clock`, as the engine's window: a test's clock neither holds it up nor moves it).
+    let immediate: ReturnType<typeof setImmediate> | undefined
+    let windowEnd: ReturnType<typeof setTimeout> | undefined
+    // When the last hand-over was (`performance.now()`): a window runs from there.
+    let lastHandOver = 0
+    const unschedule = (): void => {
+      clearImmediate(immediate)
+      clearTimeout(windowEnd)
+      immediate = undefined
+      windowEnd = undefined
+    }
+    const schedule = (): void => {
+      if (immediate !== undefined || pending.length === 0) return
+      if (handOff === undefined || !handOff.started || pending.length >= windowEvents) {
+        immediate = setImmediate(handOver)
+        return
+      }
+      if (windowEnd !== undefined) return
+      const wait = lastHandOver + handOff.windowMs - performance.now()
+      if (wait <= 0) immediate = setImmediate(handOver)
+      else windowEnd = setTimeout(handOver, Math.min(wait, maxTimerMs))
+    }
     // While `arrived` is full: the hand-over waiting for room. Nothing else is handed over meanwhile (order).
     let blocked: Promise<void> | undefined
     const handOver = (): void => {
-      scheduled = false
+      unschedule()
       if (blocked !== undefined || pending.length === 0) return
+      lastHandOver = performance.now()
       const rest = arrived.unsafeOfferAll(pending)
       pending = []
       if (!Chunk.isEmpty(rest)) blocked = Effect.runPromise(arrived.offerAll(rest)).then(() => void (blocked = undefined))
@@ -436,10 +479,7 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
           if (pending.length >= pendingCapacity) handOver()
           // A full buffer holds the reads back until the engine has taken some.
           if (blocked !== undefined) await blocked
-          if (!scheduled && pending.length > 0) {
-            scheduled = true
-            setImmediate(handOver)
-          }
+          schedule()
         }
       } finally {
         // Not once the stream is closed (interrupted, or the consumer gone): nobody takes any more.
@@ -460,7 +500,8 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
       }
     )
     return Stream.repeatEffectChunkOption(
-      Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, true), Option.some), ([events, done]) =>
+      // Gathering one more turn of the event loop only while nothing is gathered for a window.
+      Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, handOff === undefined || !handOff.started), Option.some), ([events, done]) =>
         done && Chunk.isEmpty(events) ? Effect.fail(Option.none()) : Effect.succeed(events))
     )
   }))
