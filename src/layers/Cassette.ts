@@ -15,7 +15,7 @@
  * - A turn's `usage` is the sum over its responses; it is given to the turn's last response.
  * - A compaction's summary request is a response too: `session.compacted` answers with its summary,
  *   `compaction.failed` with a provider's reason that is not retried fails one at once, and
- *   `empty_summary` is a response without text (`summary_cut_short` one that ends `length`); either gives its recorded usage (the summary's spend
+ *   `empty_summary` is a response without text; either gives its recorded usage (the summary's spend
  *   is the session's and the turn's budget's: a replay without it spent nothing).
  * - A log whose messages or tool results carry images was made with a model that takes them: the
  *   script says so (`images: true`), so the replay's requests and `read_file` results are the same.
@@ -93,7 +93,6 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "compaction.failed": {
         const { errorCode } = event.payload
         if (errorCode === "empty_summary") pushed(responses, { chunks: [], toolCalls: [], ...usageOf(event.payload.usage) })
-        else if (errorCode === "summary_cut_short") pushed(responses, { chunks: [], toolCalls: [], finishReason: "length", ...usageOf(event.payload.usage) })
         else if (isProviderReason(errorCode) && errorCode !== "context_overflow" && !retryableReasons.has(errorCode)) {
           pushed(responses, { chunks: [], toolCalls: [], failure: { reason: errorCode } })
         }
