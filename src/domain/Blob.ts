@@ -12,6 +12,13 @@ export const Hash = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/), Schema.
 /** A blob's name: the lowercase hex SHA-256 of its bytes. */
 export type Hash = typeof Hash.Type
 
+/**
+ * The largest blob a store keeps or reads: 256 MiB (an image is at most 5 MiB, a file's pre-image at
+ * most a snapshot's `maxBytes`, 50 MiB by default). A stored file past it is refused unread (a data dir
+ * that came with a repository can hold a 1.5 GiB file under a blob's name).
+ */
+export const maxBytes = 256 * 1024 * 1024
+
 /** Whether a string is a blob hash (a store is never asked for anything else: it names files and rows). */
 export const isHash = (value: string): value is Hash => /^[0-9a-f]{64}$/.test(value)
 
@@ -44,6 +51,10 @@ export class BlobFailure extends Schema.TaggedError<BlobFailure>()("BlobFailure"
     return `Blob ${this.operation} failed [${this.reason}]: ${this.detail}${this.hash === undefined ? "" : ` (${this.hash})`}`
   }
 }
+
+/** The failure for a stored file larger than any blob (`maxBytes`): refused unread, as `corrupt`. */
+export const tooLarge = (hash: string, bytes: number): BlobFailure =>
+  new BlobFailure({ reason: "corrupt", operation: "get", detail: `the stored file holds ${bytes} bytes, more than any blob (${maxBytes})`, hash })
 
 /** The failure for a name that is not a hash (refused before any file or row is touched). */
 export const invalidHash = (operation: BlobFailure["operation"], hash: string): BlobFailure =>

@@ -14,9 +14,11 @@
  * - A retryable provider failure is retried as a turn's request is (the same policy and waits
  *   through `Clock`); the retries are logged, not stored: `model.retry` belongs to a turn's
  *   response. Any other failure: `compaction.failed {<reason>}`.
- * - A summary request that returned and is refused (`empty_summary`, `response_too_large`) was
- *   spent: its `compaction.failed` carries the usage and cost, counted as `session.compacted`'s are
- *   (the session's totals, the turn's budget, a subagent's tree).
+ * - A summary request that returned and is refused (`empty_summary`, `response_too_large`;
+ *   `summary_cut_short` when the model stopped it at its output limit or a content filter — finish
+ *   `length`, `content_filter`; `summary_too_large` when the context with it is no smaller than
+ *   before) was spent: its `compaction.failed` carries the usage and cost, counted
+ *   as `session.compacted`'s are (the session's totals, the turn's budget, a subagent's tree).
  *
  * @since 0.4.0
  * @internal
@@ -30,6 +32,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import * as Cut from "../domain/Compaction.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as Transcript from "../domain/Transcript.js"
+import type * as ModelProvider from "../services/ModelProvider.js"
 import * as ChunkShape from "./ChunkShape.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -79,6 +82,8 @@ const tokensOf = (services: Services, session: LiveSession.LiveSession, transcri
 interface Answer {
   readonly text: string
   readonly usage: AgentEvent.Usage | undefined
+  /** Why the model stopped (its `Finish`); `length`, `content_filter`: the summary was cut short. */
+  readonly finishReason?: ModelProvider.FinishReason
   /** Past the engine's `maxResponse`: the rest was not read. */
   readonly tooLarge?: true
   /** A chunk of a shape its type does not allow (ChunkShape): the rest was not read; the request failed. */
@@ -105,10 +110,12 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
             if (++pieces > limits.deltas) return { ...answer, tooLarge: true }
             if (chunk._tag === "TextDelta") {
               const text = answer.text + chunk.text
-              return text.length > limits.chars ? { ...answer, tooLarge: true } : { text, usage: answer.usage }
+              return text.length > limits.chars ? { ...answer, tooLarge: true } : { ...answer, text }
             }
             // Counts as `session.compacted` stores them, so that what `compactSession` returns and the turn's budget reads is the same.
-            return chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage === undefined ? undefined : EventDraft.usageOf(chunk.usage)) } : answer
+            return chunk._tag === "Finish"
+              ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage === undefined ? undefined : EventDraft.usageOf(chunk.usage)), finishReason: chunk.reason }
+              : answer
           }),
           Effect.flatMap((answer) => answer.refused === undefined ? Effect.succeed(answer) : Effect.fail(answer.refused)),
           Effect.either
@@ -147,6 +154,12 @@ const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.Tran
         if (answer.right.tooLarge === true) {
           yield* Effect.logWarning("the summary is larger than a response may be; the context is left as it was")
           return Either.left({ errorCode: "response_too_large", usage: answer.right.usage })
+        }
+        const { finishReason, usage } = answer.right
+        if (finishReason === "length" || finishReason === "content_filter") {
+          // A summary stopped at the output limit (Anthropic's max_tokens, OpenAI's length) or by a filter would replace the context cut short.
+          yield* Effect.logWarning("the summary was cut short; the context is left as it was").pipe(Effect.annotateLogs({ finishReason }))
+          return Either.left({ errorCode: "summary_cut_short", usage })
         }
         const summary = answer.right.text.trim()
         return summary === "" ? Either.left({ errorCode: "empty_summary", usage: answer.right.usage }) : Either.right({ text: summary, usage: answer.right.usage })
@@ -214,6 +227,14 @@ export const run = (
           turnId
         })
       )
+      if (after >= before) {
+        // A summary that does not shrink the context would replace it for nothing (and, past the threshold, be asked for again at every step).
+        yield* Effect.logWarning("the summary does not make the context smaller; the context is left as it was").pipe(
+          Effect.annotateLogs({ tokensBefore: before, tokensAfter: after })
+        )
+        yield* commit([EventDraft.compactionFailed(compactionId, "summary_too_large", priced(services, usage))])
+        return { _tag: "Failed", compactionId, errorCode: "summary_too_large", usage } as const
+      }
       const result: CompactionResult = {
         compactionId,
         reason,

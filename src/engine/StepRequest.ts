@@ -134,6 +134,14 @@ const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => 
 }
 
 /**
+ * The turns whose compaction did not bring the context under the threshold (refused
+ * `summary_too_large`, or stored and still past it): another summary of the same context would do no
+ * better, so the turn asks for no other threshold compaction (one a step, each spent); an overflow
+ * compaction is still tried, the request does not fit otherwise.
+ */
+const pastThreshold = new WeakSet<Turn>()
+
+/**
  * Builds the request of a step; `context.built` is stored for the first step when the runtime
  * added anything. A request past the compaction threshold, or over the window, compacts the context
  * first (once per step) and is built again. Returns `None` when the request would not fit the
@@ -164,10 +172,13 @@ export const build = (turn: Turn, step: number, tally: Tally): Effect.Effect<Opt
     }
     let { instructions, parts, request, tokens } = yield* attach(turn, blobs, built)
     const reason = Compaction.trigger(turn.services, tokens.total)
-    if (reason !== undefined) {
+    if (reason !== undefined && !(reason === "threshold" && pastThreshold.has(turn))) {
       const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
       // A summary request that returned was spent, whether or not it gave a summary.
       if (outcome._tag !== "NothingToCompact") tally.compacted = addUsage(tally.compacted, outcome._tag === "Compacted" ? outcome.result.usage : outcome.usage)
+      if (
+        outcome._tag === "Failed" ? outcome.errorCode === "summary_too_large" : outcome._tag === "Compacted" && Compaction.trigger(turn.services, outcome.result.tokensAfter) !== undefined
+      ) pastThreshold.add(turn)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
       if (outcome._tag === "Compacted") {
         built = yield* buildRequest(turn)

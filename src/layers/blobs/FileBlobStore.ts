@@ -15,7 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Blob from "../../domain/Blob.js"
 import { BlobStore } from "../../services/BlobStore.js"
 import * as Directories from "../Directories.js"
-import { readRegular } from "../RegularFiles.js"
+import { withRegular } from "../RegularFiles.js"
 import * as Sha256 from "./Sha256.js"
 
 /** Options of the file blob store. */
@@ -60,20 +60,28 @@ export const make = (options: Options): BlobStore.Service => {
       Effect.catchIf((error) => codeOf(error) === "ENOENT", () => Effect.succeed(false))
     )
 
-  /** Whether the file exists and its bytes hash to `hash` (a link or anything but a regular file does not: the put replaces it). */
-  const holds = (file: string, hash: string) =>
-    Effect.tryPromise({ try: () => readRegular(file), catch: (error) => error }).pipe(
-      Effect.map((stored) => Sha256.of(stored) === hash),
+  /**
+   * Whether the file exists and holds `size` bytes that hash to `hash` (a link or anything but a
+   * regular file does not, nor a file of another size, which is never read: the put replaces it).
+   */
+  const holds = (file: string, hash: string, size: number) =>
+    Effect.tryPromise({
+      try: () => withRegular(file, async (handle) => (await handle.stat()).size === size && Sha256.of(await handle.readFile()) === hash),
+      catch: (error) => error
+    }).pipe(
       Effect.catchIf((error) => ["ENOENT", "ELOOP", "EINVAL"].includes(codeOf(error) ?? ""), () => Effect.succeed(false))
     )
 
   const put: BlobStore.Service["put"] = (bytes) =>
     Effect.gen(function*() {
       const hash = Sha256.of(bytes)
+      if (bytes.byteLength > Blob.maxBytes) {
+        return yield* new Blob.BlobFailure({ reason: "unavailable", operation: "put", detail: `${bytes.byteLength} bytes is more than a blob may hold (${Blob.maxBytes})`, hash })
+      }
       const file = fileOf(hash)
       // A file already under the name is checked, not trusted: bytes damaged since (by hand, by the
       // disk) are replaced by the right ones instead of staying corrupt for every later get.
-      if (yield* holds(file, hash).pipe(Effect.mapError(failure("put", hash)))) return hash
+      if (yield* holds(file, hash, bytes.byteLength).pipe(Effect.mapError(failure("put", hash)))) return hash
       const folder = join(root, hash.slice(0, 2))
       const temporary = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.tmp`)
       yield* Effect.try({
@@ -107,10 +115,16 @@ export const make = (options: Options): BlobStore.Service => {
   const get: BlobStore.Service["get"] = (hash) =>
     Effect.gen(function*() {
       if (!Blob.isHash(hash)) return yield* Effect.fail(Blob.invalidHash("get", hash))
-      const bytes = yield* Effect.tryPromise({
-        try: () => readRegular(fileOf(hash)),
+      // Its size first: a file past any blob's (one that came with a repository) is refused unread.
+      const read = yield* Effect.tryPromise({
+        try: () => withRegular(fileOf(hash), async (handle) => {
+          const { size } = await handle.stat()
+          return size > Blob.maxBytes ? size : await handle.readFile()
+        }),
         catch: (error): Blob.BlobNotFound | Blob.BlobFailure => codeOf(error) === "ENOENT" ? new Blob.BlobNotFound({ hash }) : failure("get", hash)(error)
       })
+      if (typeof read === "number") return yield* Effect.fail(Blob.tooLarge(hash, read))
+      const bytes = read
       const actual = Sha256.of(bytes)
       if (actual !== hash) return yield* Effect.fail(Blob.corrupt(hash, actual))
       return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
