@@ -16,8 +16,7 @@
  *   response. Any other failure: `compaction.failed {<reason>}`.
  * - A summary request that returned and is refused (`empty_summary`, `response_too_large`;
  *   `summary_cut_short` when the model stopped it at its output limit or a content filter — finish
- *   `length`, `content_filter`; `summary_too_large` when the context with it is no smaller than
- *   before) was spent: its `compaction.failed` carries the usage and cost, counted
+ *   `length`, `content_filter`) was spent: its `compaction.failed` carries the usage and cost, counted
  *   as `session.compacted`'s are (the session's totals, the turn's budget, a subagent's tree).
  *
  * @since 0.4.0
@@ -227,14 +226,6 @@ export const run = (
           turnId
         })
       )
-      if (after >= before) {
-        // A summary that does not shrink the context would replace it for nothing (and, past the threshold, be asked for again at every step).
-        yield* Effect.logWarning("the summary does not make the context smaller; the context is left as it was").pipe(
-          Effect.annotateLogs({ tokensBefore: before, tokensAfter: after })
-        )
-        yield* commit([EventDraft.compactionFailed(compactionId, "summary_too_large", priced(services, usage))])
-        return { _tag: "Failed", compactionId, errorCode: "summary_too_large", usage } as const
-      }
       const result: CompactionResult = {
         compactionId,
         reason,

@@ -134,8 +134,8 @@ const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => 
 }
 
 /**
- * The turns whose compaction did not bring the context under the threshold (refused
- * `summary_too_large`, or stored and still past it): another summary of the same context would do no
+ * The turns whose compaction did not bring the context under the threshold (stored and still past
+ * it: a summary about as long as what it replaced): another summary of the same context would do no
  * better, so the turn asks for no other threshold compaction (one a step, each spent); an overflow
  * compaction is still tried, the request does not fit otherwise.
  */
@@ -177,7 +177,7 @@ export const build = (turn: Turn, step: number, tally: Tally): Effect.Effect<Opt
       // A summary request that returned was spent, whether or not it gave a summary.
       if (outcome._tag !== "NothingToCompact") tally.compacted = addUsage(tally.compacted, outcome._tag === "Compacted" ? outcome.result.usage : outcome.usage)
       if (
-        outcome._tag === "Failed" ? outcome.errorCode === "summary_too_large" : outcome._tag === "Compacted" && Compaction.trigger(turn.services, outcome.result.tokensAfter) !== undefined
+        outcome._tag === "Compacted" && Compaction.trigger(turn.services, outcome.result.tokensAfter) !== undefined
       ) pastThreshold.add(turn)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
       if (outcome._tag === "Compacted") {

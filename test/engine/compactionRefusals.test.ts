@@ -51,15 +51,6 @@ describe("a summary the engine refuses", () => {
       ))
   }
 
-  it.effect("larger than the window: compaction.failed summary_too_large with its usage, the context unchanged", () =>
-    refused("summary_too_large").pipe(
-      Effect.provide(engineLayer(MemoryEventStore.layer, {
-        maxContextTokens: 2000,
-        responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["S".repeat(12_000)], usage }, { chunks: ["answer 3"] }]
-      })),
-      quiet
-    ))
-
   it.effect("a threshold compaction that leaves the context past the threshold is not asked for again at every step of the turn", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine
