@@ -155,7 +155,11 @@ export const withStatus = (body: ReadableStream<Uint8Array>, status: number, ini
 export const maxRedirects = 20
 
 /** The statuses of a redirect `fetch` follows. */
-const redirects = new Set([301, 302, 303, 307, 308])
+export const redirects: ReadonlySet<number> = new Set([301, 302, 303, 307, 308])
+
+/** Whether a redirect of `status` is followed as a `GET` without the body, as `fetch` follows one: a 303, or a 301/302 of a `POST`. */
+export const redirectsAsGet = (status: number, method: string): boolean =>
+  status === 303 || ((status === 301 || status === 302) && method.toUpperCase() === "POST")
 
 /**
  * The failure of a redirect to another origin: `invalid_request` (not retried), naming where it
@@ -190,7 +194,7 @@ async (input, init) => {
     void response.body?.cancel().catch(() => undefined)
     const next = new URL(location, url)
     if (next.origin !== url.origin) throw crossOriginRedirect(url, next)
-    if (response.status === 303 || ((response.status === 301 || response.status === 302) && (request.method ?? "GET").toUpperCase() === "POST")) {
+    if (redirectsAsGet(response.status, request.method ?? "GET")) {
       const { body: _body, ...rest } = request
       request = { ...rest, method: "GET" }
     }

@@ -54,9 +54,6 @@ export const boundedResponse = (response: HttpClientResponse.HttpClientResponse)
   return Object.create(bounded, { stream: { get: () => Stream.mapError(bounded.stream, named) } }) as HttpClientResponse.HttpClientResponse
 }
 
-/** The statuses of a redirect `fetch` follows. */
-const redirects = new Set([301, 302, 303, 307, 308])
-
 /**
  * `effect` with `fetch` told not to follow redirects (`FetchHttpClient`'s `RequestInit`, the
  * embedder's own options kept): another `HttpClient` (Node's `http`) follows none of itself.
@@ -66,8 +63,8 @@ const unfollowed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E
     Effect.provideService(effect, FetchHttpClient.RequestInit, { ...Option.getOrElse(init, () => ({})), redirect: "manual" }))
 
 /**
- * The request a redirect of `response` asks for, as `fetch` would make it (a 303, or a 301/302 of a
- * `POST`, as a `GET` without the body; a 307/308 as it was); `undefined` when it is no redirect. One
+ * The request a redirect of `response` asks for, as `fetch` would make it (`BoundedFetch.redirectsAsGet`:
+ * a `GET` without the body; a 307/308 as it was); `undefined` when it is no redirect. One
  * to another origin (scheme, host and port) fails, naming where it pointed: nothing is sent there.
  */
 const redirected = (
@@ -76,7 +73,7 @@ const redirected = (
 ): Effect.Effect<HttpClientRequest.HttpClientRequest | undefined, HttpClientError.RequestError> => {
   const location = response.headers["location"]
   const from = Option.getOrUndefined(HttpClientRequest.toUrl(request))
-  if (!redirects.has(response.status) || location === undefined || from === undefined) return Effect.succeed(undefined)
+  if (!BoundedFetch.redirects.has(response.status) || location === undefined || from === undefined) return Effect.succeed(undefined)
   let to: URL
   try {
     to = new URL(location, from)
@@ -87,9 +84,8 @@ const redirected = (
     const refused = BoundedFetch.crossOriginRedirect(from, to)
     return Effect.fail(new HttpClientError.RequestError({ request, reason: "InvalidUrl", cause: refused, description: refused.detail }))
   }
-  const asGet = response.status === 303 || ((response.status === 301 || response.status === 302) && request.method === "POST")
   const moved = HttpClientRequest.setUrl(request, to)
-  return Effect.succeed(asGet ? HttpClientRequest.setBody(HttpClientRequest.setMethod(moved, "GET"), HttpBody.empty) : moved)
+  return Effect.succeed(BoundedFetch.redirectsAsGet(response.status, request.method) ? HttpClientRequest.setBody(HttpClientRequest.setMethod(moved, "GET"), HttpBody.empty) : moved)
 }
 
 /**
