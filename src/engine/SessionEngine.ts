@@ -238,7 +238,8 @@ export declare namespace SessionEngine {
      * on. Fails `ApprovalNotPending` when no call with that id is waiting — unless the answer carries
      * an `idempotencyKey` the session has seen with this call's answer: then it succeeds, changing nothing.
      * A call of a subagent below the session (listed by `pendingApprovals` with `askedBy`) is answered
-     * on the subagent's session when the session has no waiting call of that id.
+     * on the subagent's session when the session has no waiting call of that id; when several subagents
+     * wait on calls of that id, it fails `InvalidInput` naming them: answer on the subagent's session.
      */
     readonly resolvePermission: (
       input: ResolvePermissionInput
@@ -715,8 +716,17 @@ export const make = (
         Effect.catchTag("ApprovalNotPending", (notPending) =>
           Effect.flatMap(sessionState(input), (state) =>
             Effect.flatMap(Subagents.pendingBelow(services, state), (below) => {
-              const asker = below.find((call) => call.toolCallId === input.toolCallId)?.askedBy
-              return asker === undefined ? Effect.fail(notPending) : SessionDriver.answer(engine, asker.sessionId, input.toolCallId, answer, scopeOf)
+              const askers = [...new Set(below.flatMap((call) => call.toolCallId === input.toolCallId && call.askedBy !== undefined ? [call.askedBy.sessionId] : []))]
+              if (askers.length === 0) return Effect.fail(notPending)
+              // Providers without call ids of their own (`call_<index>`) give sibling subagents the same one:
+              // which the user meant is not ours to guess.
+              if (askers.length > 1) {
+                return Effect.fail(new InvalidInput({
+                  field: "toolCallId",
+                  detail: `subagents ${askers.sort().join(", ")} each wait on a call ${input.toolCallId}: answer it on the subagent's session`
+                }))
+              }
+              return SessionDriver.answer(engine, askers[0]!, input.toolCallId, answer, scopeOf)
             })))
       )
     })

@@ -511,7 +511,11 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
       ...(tools === undefined ? {} : { tools }),
       mode: input.mode,
       ...(input.maxSteps === undefined ? {} : { maxSteps: input.maxSteps })
-    })])
+    })]).pipe(
+      // Not stored (the parent's store failed, or the turn was cancelled): no call runs the child, which
+      // must not stay linked below it — its calls would be decided as this call's subagent's (`followChild` unlinks it otherwise).
+      Effect.onError(() => Effect.sync(() => runtime.links.delete(childSessionId)))
+    )
 
     // The parent's own store failing stops the call; the child's failures end it as the call's result.
     const ran = yield* followChild(turn, childSessionId, following, false, (kept) => api.runTurn({ sessionId: childSessionId, userMessage: input.prompt }, kept))

@@ -89,6 +89,27 @@ describe("subagent failures", () => {
       }, (e) => e.type === "subagent.progress")))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("the parent's store fails storing subagent.started: the child is not left linked (run on its own, its calls are the orphan's)", () =>
+    Effect.gen(function*() {
+      const cwd = yield* ws
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const first = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "go" })))
+        expect(Either.isLeft(first) && first.left._tag).toBe("EventStoreFailure")
+        // The child's session was made before the parent's store failed; nothing in the parent's log names it.
+        const childId = "sess_2"
+        expect((yield* logOf(childId))[0]).toMatchObject({ type: "session.created" })
+        // Until December 2026 the child stayed linked below the parent's call that failed: its calls were
+        // decided as that call's subagent's, for as long as the process ran.
+        const own = yield* collect(engine.runTurn({ sessionId: childId, userMessage: "on its own" }))
+        const decided = own.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { policy?: string }).policy)
+        expect(decided).toEqual(["subagent/orphaned"])
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task("child: read", "t1")] }, { toolCalls: [{ tool: "list_dir", args: {}, id: "c1" }] }, { chunks: ["done"] }]
+      }, (e) => e.type === "subagent.started")))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("a subagent's question answered 'always' is not asked again for the same scope (the parent's decision sees the subagent's remembered answers)", () =>
     Effect.gen(function*() {
       const cwd = yield* ws

@@ -509,4 +509,29 @@ describe("a paused subagent after a restart", () => {
       }))
       yield* second.stop
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("two siblings asking under the same call id: answered on the parent is refused as ambiguous (nothing answered), on each child's session it is theirs", () =>
+    Effect.gen(function*() {
+      const { cwd, root } = yield* workspace
+      const first = yield* process(engineOn("jsonl", NodePath.join(root, "one"), {
+        responses: [{ toolCalls: [task("first", "child: a", "ta"), task("second", "child: b", "tb")] }, { chunks: ["Both done."] }],
+        // A provider without call ids of its own (OpenAI-compatible servers: `call_<index>`) gives each child the same one.
+        subagents: { "child: a": [{ toolCalls: [write("a.txt", "call_0")] }, { chunks: ["a written"] }], "child: b": [{ toolCalls: [write("b.txt", "call_0")] }, { chunks: ["b written"] }] }
+      }))
+      yield* first.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const asked: Array<string> = []
+        const { sessionId } = yield* runUntil("delegate twice", cwd, (e) => isAsked(e) && asked.push(e.payload.childSessionId) === 2)
+        // Until December 2026 the first child found took the parent's answer, whichever the user meant.
+        const ambiguous = yield* Effect.either(engine.resolvePermission({ sessionId, toolCallId: "call_0", decision: "allow" }))
+        expect(Either.isLeft(ambiguous) && ambiguous.left).toMatchObject({ _tag: "InvalidInput", field: "toolCallId" })
+        expect(Either.isLeft(ambiguous) && (ambiguous.left as { detail: string }).detail).toContain(asked.sort().join(", "))
+        expect((yield* engine.pendingApprovals({ sessionId })).map((c) => c.askedBy?.sessionId).sort()).toEqual(asked)
+        for (const child of asked) yield* engine.resolvePermission({ sessionId: child, toolCallId: "call_0", decision: "allow" })
+        const ended = yield* collect(engine.watchSession({ sessionId }).pipe(Stream.takeUntil((e) => e.type === "turn.completed")))
+        expect(Object.fromEntries(ofType(ended, "tool.completed").map((e) => [e.payload.toolCallId, e.payload.result]))).toEqual({ ta: "a written", tb: "b written" })
+        expect(NodeFs.readdirSync(cwd).sort()).toEqual(["a.txt", "b.txt"])
+      }))
+      yield* first.stop
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
