@@ -45,6 +45,16 @@ const threads = (pid) => {
 const ksoftirqds = readdirSync("/proc").filter((pid) => /^\d+$/.test(pid) && existsSync(`/proc/${pid}/comm`) && readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("ksoftirqd"))
 const ksoftirqd = () => ksoftirqds.map((pid) => readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ").slice(0, 2).map((n) => Number(n) / 1e6)).reduce((a, b) => [a[0] + b[0], a[1] + b[1]], [0, 0])
 
+/** User + system CPU of a process so far, ms (Linux /proc; 10 ms ticks); undefined once it is gone. */
+const cpuOf = (pid) => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
 const { server, url } = await startServe(["--import", join(import.meta.dirname, "server-stamps.mjs")], bin, dir, env)
 const session = await newSession(url, token)
 const prober = spawn(process.execPath, [join(import.meta.dirname, "probe.mjs"), url], { stdio: ["pipe", "pipe", "inherit"] })
@@ -57,8 +67,12 @@ const clients = spawn(process.execPath, ["--import", "tsx", join(root, "bench", 
 let clientsOut = ""
 await new Promise((resolve) => clients.stdout.on("data", (chunk) => (clientsOut += chunk, clientsOut.startsWith("ready\n") && resolve())))
 const ready = now()
+const clientsReady = cpuOf(clients.pid)
 clients.stdin.write("go\n")
+let clientsEnd = clientsReady
+const sampling = setInterval(() => (clientsEnd = cpuOf(clients.pid) ?? clientsEnd), 20)
 await new Promise((resolve) => clients.once("exit", resolve))
+clearInterval(sampling)
 const end = now()
 const after = { threads: threads(server.pid), ksoftirqd: ksoftirqd() }
 prober.stdin.end()
@@ -98,7 +112,9 @@ for (const probe of probes.filter((p) => p.end - p.start > over)) {
   const phase = probe.start < burstEnd ? "the burst" : probe.start < ready ? "the requests' starts" : "the turn"
   const largest = Object.entries(parts).filter(([, v]) => !Number.isNaN(v)).sort((a, b) => b[1] - a[1])[0]?.[0] ?? "unmatched"
   tally[`${largest}, ${phase}`] = (tally[`${largest}, ${phase}`] ?? 0) + 1
-  console.log(`probe ${at(probe.start)} (${phase}) ${ms(probe.end - probe.start)} ms: ${Object.entries(parts).map(([name, v]) => `${name} ${ms(v)}`).join(", ")}`)
+  // The connections the server accepted between the probe's connect and its own accept: what was ahead of it in the listen queue.
+  const ahead = accept === undefined ? "?" : stamped.conns.filter(([t]) => t > probe.connect && t < accept).length
+  console.log(`probe ${at(probe.start)} (${phase}) ${ms(probe.end - probe.start)} ms: ${Object.entries(parts).map(([name, v]) => `${name} ${ms(v)}`).join(", ")}; ${ahead} accepts ahead of it`)
   for (const gap of stamped.gaps.filter((g) => g.end > probe.start && g.start < probe.end)) {
     const gcs = stamped.gcs.filter((gc) => gc.start + gc.ms > gap.start && gc.start < gap.end).map((gc) => `${gc.kind === 1 ? "scavenge" : `gc kind ${gc.kind}`} ${ms(gc.ms)}`)
     console.log(`  server turn ${at(gap.start)} ${ms(gap.end - gap.start)} ms wall: process CPU ${ms(gap.cpu)}, main thread on a CPU ${ms(gap.running)} / waiting for one ${ms(gap.waiting)}${gcs.length > 0 ? `; ${gcs.join(", ")}` : ""}`)
@@ -109,3 +125,4 @@ const delta = (tid) => [0, 1].map((i) => after.threads[tid][i] - (before.threads
 const others = Object.keys(after.threads).filter((tid) => tid !== main).map(delta).reduce((a, b) => [a[0] + b[0], a[1] + b[1]], [0, 0])
 console.log(`over the clients' ${ms(end - start)} ms: the server's main thread on a CPU ${ms(delta(main)[0])} / waiting for one ${ms(delta(main)[1])} ms; its other threads ${ms(others[0])} / ${ms(others[1])} ms; ksoftirqd ${ms(after.ksoftirqd[0] - before.ksoftirqd[0])} / ${ms(after.ksoftirqd[1] - before.ksoftirqd[1])} ms`)
 console.log(`probes over ${over} ms by their largest part:`, tally)
+console.log(`the clients' process: ${clientsReady} ms of CPU until all were connected, ${clientsEnd - clientsReady} ms in the turn`)

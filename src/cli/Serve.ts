@@ -431,6 +431,6 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
       Effect.catchTag("ServeError", (error) => new CliError({ reason: "invalid_arguments", message: listenFailed(host, port, error.cause) })),
       // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
-      EventLoop.sliced(EventLoop.defaultSliceMs, Server.servesHealth, Server.connectionsArriving)
+      EventLoop.sliced(EventLoop.defaultSliceMs, Server.servesHealth, Server.connectionsArriving, Server.connectionsAccepted)
     )
   }).pipe(Effect.scoped)

@@ -30,6 +30,12 @@ export const defaultSliceMs = 8
  */
 export const arrivingSliceMs = 0
 
+/**
+ * How many turns of the loop in a row may run no fiber work while connections are being accepted
+ * (see {@link scheduler}'s `accepted`): then one slice runs, and the count starts again.
+ */
+export const maxAcceptingTurns = 32
+
 /** Which fibers go ahead of all queued work (see {@link scheduler}). */
 export type Urgent = (fiber: Fiber.RuntimeFiber<unknown, unknown>) => boolean
 
@@ -44,8 +50,21 @@ const urgentPriority = -1
  * waits its turn in one queue, a slice of work per turn of the loop; a fiber `urgent` names (a
  * liveness probe's) goes ahead of the queue instead, so it waits for the current slice only — asked
  * for each of its tasks, from its very first, as no setting a fiber makes for itself could be.
+ *
+ * `accepted` counts the connections a server of the process has accepted so far. A turn of the
+ * loop that accepted one runs no fiber work: Node accepts one connection per turn, so while
+ * hundreds wait in the listen queue each turn's slice — even a single task, and the garbage it
+ * leaves for the next scavenge — delays every connection behind them, a `/healthz` probe's among
+ * them, by that much again. The work waits for the first turn that accepted none, or, while
+ * connections keep coming, runs a slice every {@link maxAcceptingTurns} turns (a flood of
+ * connections slows the fibers, never stops them).
  */
-export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arriving?: () => boolean): Scheduler.Scheduler => {
+export const scheduler = (
+  sliceMs: number = defaultSliceMs,
+  urgent?: Urgent,
+  arriving?: () => boolean,
+  accepted?: () => number
+): Scheduler.Scheduler => {
   /** A new slice's end: short while connections are arriving (`arriving`), so that the loop turns, and accepts the next, sooner. */
   const sliceEnd = () => performance.now() + (arriving !== undefined && arriving() ? Math.min(sliceMs, arrivingSliceMs) : sliceMs)
   // One queue for every fiber (Effect's own keeps one per fiber, and a turn of the loop then runs
@@ -118,14 +137,42 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
   // one call, a slice in which 500 clients were handed a turn's big batch wrote 500 sockets after
   // it, 100–250 ms before the loop could turn, which no clock in the run saw; a tick at a time, the
   // next task finds that time on the clock.
-  const run = () => {
+  /** `accepted()` when the scheduler last looked, and how many turns in a row it has held the work back for accepts. */
+  let acceptsSeen = accepted?.() ?? 0
+  let heldTurns = 0
+  /**
+   * Whether to hold the work back (see `accepted`): a connection was accepted since the last look —
+   * in this turn's poll, as `run` looks again only in a later turn's check phase (`runInCheck`,
+   * queued from that phase: Node runs an immediate queued while it runs immediates in the next turn).
+   */
+  const accepting = (): boolean => {
+    if (accepted === undefined) return false
+    const count = accepted()
+    if (count === acceptsSeen || heldTurns >= maxAcceptingTurns) {
+      acceptsSeen = count
+      heldTurns = 0
+      return false
+    }
+    acceptsSeen = count
+    heldTurns++
+    return true
+  }
+  /** A run in the loop's check phase (`setImmediate`), after its poll. */
+  const runInCheck = () => run(true)
+  /** A run from outside the check phase (a tick of the poll's callbacks) that is held back: the next turn's check phase. */
+  const runInNextCheck = () => setImmediate(runInCheck)
+  const run = (inCheck?: boolean) => {
+    if (deadline < 0 && accepting()) {
+      setImmediate(inCheck === true ? runInCheck : runInNextCheck)
+      return
+    }
     if (deadline < 0) {
       deadline = sliceEnd()
       // Runs on the loop's next turn: the work after that starts a new slice.
       setImmediate(endSlice)
     } else if (performance.now() >= deadline) {
       // Queued just before the slice ran out: wait for the loop's turn.
-      setImmediate(run)
+      setImmediate(runInCheck)
       return
     }
     runTask()
@@ -143,7 +190,7 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
   const step = () => {
     if (performance.now() < deadline) return runTask()
     // The slice is used, by the last task or by the ticks it left: the rest waits for the loop's turn.
-    if (pending()) setImmediate(run)
+    if (pending()) setImmediate(runInCheck)
     else scheduled = false
   }
   /** Whether the current slice is used up; a fiber running outside one (a request's first run, in Node's callback) starts one. */
@@ -161,7 +208,7 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
     scheduled = true
     // Within the slice, at once after the current callback and the ticks it left (see `run`); past it, after the loop has turned.
     if (deadline < 0 || performance.now() < deadline) process.nextTick(run)
-    else setImmediate(run)
+    else setImmediate(runInCheck)
   }, (fiber) => {
     // A fiber also yields in the middle of its run once the slice is used: counting ops alone
     // (Effect's rule, 2,048 of them) lets one run last as long as its ops take — a request's
@@ -193,5 +240,5 @@ const yieldAtOwnPriority = undefined as unknown as number
 const opsPerClockRead = 32
 
 /** Runs `effect` (and every fiber it forks, such as a server's request handlers) on {@link scheduler}. */
-export const sliced = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arriving?: () => boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withScheduler(effect, scheduler(sliceMs, urgent, arriving))
+export const sliced = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arriving?: () => boolean, accepted?: () => number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withScheduler(effect, scheduler(sliceMs, urgent, arriving, accepted))

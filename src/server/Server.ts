@@ -390,8 +390,8 @@ export const serve = (
  * `maxUnauthenticatedConnections` connections that sent no request with a credential stay open
  * (one more closes the oldest); and each request but `/healthz` starts as a task of the scheduler
  * instead of inside Node's `request` callback (see `startRequestsAsTasks`), with the accepted
- * connections told to {@link connectionsArriving}. Give the whole program `EventLoop.sliced(
- * EventLoop.defaultSliceMs, servesHealth, connectionsArriving)` as `effect-agent serve` does, so that
+ * connections told to {@link connectionsArriving} and {@link connectionsAccepted}. Give the whole program `EventLoop.sliced(
+ * EventLoop.defaultSliceMs, servesHealth, connectionsArriving, connectionsAccepted)` as `effect-agent serve` does, so that
  * `/healthz` answers under load. Without this layer such an embedder had none of it: a client that
  * connects and sends nothing held a descriptor for good. The listeners go when its scope closes.
  */
@@ -511,11 +511,23 @@ const answerHealth = (allowedHosts: ReadonlyArray<string>) => (request: Incoming
   return true
 }
 
-/** When a server of this process last accepted a connection (`performance.now()`). */
+/** When a server of this process last accepted a connection (`performance.now()`), and how many it has accepted. */
 let lastAccepted = Number.NEGATIVE_INFINITY
+let acceptedCount = 0
 const connectionAccepted = () => {
   lastAccepted = performance.now()
+  acceptedCount++
 }
+
+/**
+ * How many connections the servers of this process have accepted so far: for `EventLoop.sliced`,
+ * which runs no fiber work in a turn of the loop that accepted one (a slice every
+ * `EventLoop.maxAcceptingTurns` turns while they keep coming). Node accepts one connection per turn,
+ * so while 500 clients connect at once each turn's fiber work — a task, and the garbage it leaves —
+ * delays the connections still in the listen queue, and a `/healthz` probe behind them waited for
+ * all of it (docs/benchmarks.md, perf62serve).
+ */
+export const connectionsAccepted = (): number => acceptedCount
 
 /** A connection accepted this recently says more may be waiting in the listen queue. */
 const arrivingWindowMs = 5

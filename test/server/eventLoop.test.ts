@@ -11,6 +11,7 @@ import * as Fiber from "effect/Fiber"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
 import * as Supervisor from "effect/Supervisor"
+import { type AddressInfo, connect, createServer, type Socket } from "node:net"
 import { EventLoop, Server } from "../../src/server.js"
 
 /** Every op and every suspension of the fibers it supervises (with op supervision on). */
@@ -176,6 +177,47 @@ describe("EventLoop.scheduler", () => {
     const arriving = await doneAtFirstTurn(true)
     expect(arriving).toBeGreaterThanOrEqual(0)
     expect(arriving).toBeLessThan(200)
+  })
+
+  it("runs no fiber work in a turn of the loop that accepted a connection, and a slice every `maxAcceptingTurns` of them", async () => {
+    // Node accepts one connection per turn of its loop: 100 clients connecting at once take 100
+    // turns to accept, and whatever fiber work runs in each turn delays every connection still in
+    // the listen queue (a `/healthz` probe behind them). Counted: the steps of busy fibers (a slice
+    // of 0 ms: one step a slice) done between the first and the last accept, with the server's count
+    // of accepts given to the scheduler and without it.
+    const connections = 100
+    const stepsWhileAccepting = async (withCount: boolean) => {
+      let done = 0
+      let accepts = 0
+      const atAccept: Array<number> = []
+      const server = createServer((socket) => {
+        accepts++
+        atAccept.push(done)
+        socket.destroy()
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const { port } = server.address() as AddressInfo
+      const clients: Array<Socket> = []
+      // The clients connect once the work is under way (all at once: in the listen queue before the next poll).
+      const step = Effect.sync(() => {
+        if (++done === 100) for (let i = 0; i < connections; i++) clients.push(connect(port, "127.0.0.1").on("error", () => undefined))
+      })
+      const work = Effect.forEach(
+        Array.from({ length: 50 }),
+        () => Effect.forEach(Array.from({ length: 400 }), () => Effect.zipRight(Effect.yieldNow(), step), { discard: true }),
+        { concurrency: "unbounded", discard: true }
+      )
+      await Effect.runPromise(work.pipe(EventLoop.sliced(0, undefined, undefined, withCount ? () => accepts : undefined)))
+      while (accepts < connections) await new Promise((resolve) => setImmediate(resolve))
+      for (const client of clients) client.destroy()
+      await new Promise((resolve) => server.close(resolve))
+      expect(done).toBe(50 * 400)
+      return atAccept[connections - 1]! - atAccept[0]!
+    }
+    // Without the count, a step (at least) in every turn that accepted one.
+    expect(await stepsWhileAccepting(false)).toBeGreaterThanOrEqual(connections / 2)
+    // With it, a slice every 32 such turns: 3 of them in 100 turns.
+    expect(await stepsWhileAccepting(true)).toBeLessThanOrEqual(connections / 32 + 2)
   })
 
   it("runs the fibers `urgent` names ahead of the queued work, from their first step", async () => {
