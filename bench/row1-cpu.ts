@@ -8,6 +8,10 @@
  * own CPU (`/proc/self/task/<pid>/stat`, 10 ms ticks, summed over the rounds) is printed beside it.
  *
  *   node --expose-gc --import tsx bench/row1-cpu.ts [rounds=15] [deltas=10000] [jsonl]
+ *
+ * With `ROW1_MARKS=1`, a line `[row1-cpu] ours|pi|gc-after-ours|gc-after-pi <round>` is printed before each turn and each
+ * `gc()`, so that V8's traces (`--trace-deopt`, `--trace-opt`) can be told apart by side and round:
+ * `bench/row1-deopts.mjs` counts them.
  */
 import { readFileSync } from "node:fs"
 import { Agent } from "@mariozechner/pi-agent-core"
@@ -68,13 +72,21 @@ const pi = async (): Promise<number> => {
   })
 }
 
+const marks = process.env.ROW1_MARKS === "1"
+const mark = (what: string, round: number) => {
+  if (marks) console.log(`[row1-cpu] ${what} ${round}`)
+}
 const a: Array<number> = []
 const b: Array<number> = []
 for (let i = 0; i < rounds + 2; i++) {
   measuring = i >= 2
+  mark("gc-after-pi", i)
   globalThis.gc?.()
+  mark("ours", i)
   const x = await ours()
+  mark("gc-after-ours", i)
   globalThis.gc?.()
+  mark("pi", i)
   const y = await pi()
   // The first two rounds warm both sides up.
   if (i >= 2) a.push(x), b.push(y)

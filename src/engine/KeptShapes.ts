@@ -1,33 +1,46 @@
 /**
- * One live object of each short-lived shape effect's runtime makes on every fiber step of a turn's
- * teardown, held for as long as the process runs, so that V8 keeps those shapes' hidden classes (maps).
+ * One live object of each short-lived shape a turn's hot path makes — effect's run loop and data, and
+ * the engine's own per-session and per-turn objects — held for as long as the process runs, so that
+ * V8 keeps those shapes' hidden classes (maps).
  *
- * Why: effect builds these objects by adding fields to a fresh instance (class fields, or
+ * Why: these objects are built by adding fields to a fresh instance (class fields, or
  * `Object.create` then assignments), and V8 reaches the maps that result only through its transition
  * tree, which it holds weakly. When no such object is alive at a major GC — every one of them dies
- * with the step that made it — the maps go, and every TurboFan code that embedded them is thrown away
+ * with the step, turn or session that made it — the maps go, and every TurboFan code that embedded them is thrown away
  * ("marking dependent code … reason: weak objects" under `--trace-deopt`). The next turn then runs
  * effect's run loop unoptimized and compiles it again on V8's helper threads, which share the
  * machine's cores with the main thread: after a major GC, a cancel (bench row 7) took about twice the
  * CPU. One object of each keeps its map, and the code with it (docs/benchmarks.md, "cancel8").
  *
- * Nothing here changes what effect does: these are its own constructors, called once.
+ * The same holds after a turn: a process between turns (an embedder's `runPromise` per turn, a server
+ * gone idle, whose idle-time GC is a major one) has no fiber, turn or response alive, and a full GC
+ * took row 1's code of the run loop, the transcript's fold, the commit and the turn's sink with it —
+ * about 40 TurboFan compiles a 10,000-delta turn, about 27 with these kept (docs/benchmarks.md, "perf62core").
+ *
+ * Nothing here changes what effect or the engine does: these are their own constructors, called once.
  *
  * @since 0.10.0
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberStatus from "effect/FiberStatus"
+import * as Mailbox from "effect/Mailbox"
 import * as RuntimeFlags from "effect/RuntimeFlags"
+import * as SessionState from "../domain/SessionState.js"
+import * as EventDraft from "./EventDraft.js"
+import * as LiveSession from "./LiveSession.js"
+import { LiveTranscript } from "./LiveTranscript.js"
+import { TurnSink } from "./TurnSink.js"
 
 let kept: ReadonlyArray<unknown> | undefined
 
 /**
  * Makes the objects once and keeps them. Called by the engine as it is made (a call, not a
- * module-level value, so that a bundler keeps it). Answers how many shapes are kept.
+ * module-level value, so that a bundler keeps it). Answers how many objects are kept.
  */
 export const hold = (): number => {
   if (kept === undefined) {
@@ -40,8 +53,31 @@ export const hold = (): number => {
       Cause.sequential(interrupted, interrupted),
       Exit.failCause(interrupted),
       // `yield*` of an effect in `Effect.gen`.
-      Effect.void[Symbol.iterator]()
+      Effect.void[Symbol.iterator](),
+      // A fiber (`FiberRuntime`, whose map every step of the run loop checks) parked for good inside an
+      // uninterruptible region, so its stack holds the region's `RevertFlags` frame: with no fiber alive at a
+      // major GC — a process between two `runPromise` turns — the run loop's code went (perf62core). It
+      // waits on nothing (no timer, no handle): it neither keeps the process alive nor ever runs again.
+      Effect.runFork(Effect.uninterruptible(Effect.flatMap(Effect.async<void>(() => {}), () => Effect.void))),
+      // A chunk of an array and one of a single piece (the shapes a pull of one delta hands over), and a buffer.
+      Chunk.unsafeFromArray([0, 1]),
+      Chunk.of(0),
+      Effect.runSync(Mailbox.make<never>()),
+      ...engineShapes()
     ]
   }
   return kept.length
+}
+
+/**
+ * The engine's own per-session and per-turn objects, one of each: a session (its transcript, its
+ * lock, its view), a commit's fold, a turn's sink, and a `model.delta` draft and event as the
+ * commit builds them.
+ */
+const engineShapes = (): ReadonlyArray<unknown> => {
+  const at = new Date(0).toISOString()
+  const state = SessionState.fromCreated({ id: "", sessionId: "kept", sequence: 1, timestamp: at, type: "session.created", payload: { cwd: "/", client: "cli" } })
+  const session = LiveSession.make(state, new LiveTranscript())
+  const draft = EventDraft.modelDelta("")
+  return [session, session.live, new SessionState.Folder(state), new TurnSink(), LiveSession.eventOf(state.sessionId, "kept", 2, at, draft)]
 }

@@ -247,13 +247,24 @@ const build = (
   const events: Array<{ id: string } & AgentEvent> = []
   for (const draft of drafts) {
     if (guard !== undefined && !guard(view!, draft)) continue
-    const sequence = fold.lastSequence + 1
-    // The id is set once the batch is known; the keys keep the order every event is written in.
-    const event = (turnId === undefined
-      ? { id: "", sessionId, sequence, timestamp: at, type: draft.type, payload: draft.payload }
-      : { id: "", sessionId, turnId, sequence, timestamp: at, type: draft.type, payload: draft.payload }) as { id: string } & AgentEvent
+    const event = eventOf(sessionId, turnId, fold.lastSequence + 1, at, draft)
     fold.add(event)
     events.push(event)
   }
   return events.length === 0 ? undefined : { events, state: fold.state }
 }
+
+/**
+ * One event of a batch, its id set once the batch is known; the keys keep the order every event is
+ * written in. Made here alone, so that the object `KeptShapes` keeps has the same shape (hidden class).
+ */
+export const eventOf = (
+  sessionId: string,
+  turnId: string | undefined,
+  sequence: number,
+  at: string,
+  draft: TurnEventDraft | SessionEventDraft
+): { id: string } & AgentEvent =>
+  (turnId === undefined
+    ? { id: "", sessionId, sequence, timestamp: at, type: draft.type, payload: draft.payload }
+    : { id: "", sessionId, turnId, sequence, timestamp: at, type: draft.type, payload: draft.payload }) as { id: string } & AgentEvent
