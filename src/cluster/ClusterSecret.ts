@@ -19,6 +19,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { randomBytes } from "node:crypto"
+import { Security } from "../server.js"
 
 /** The key of the runners' handshake. */
 export class ClusterSecret extends Context.Tag("effect-agent/cluster/ClusterSecret")<ClusterSecret, Redacted.Redacted<Uint8Array>>() {}
@@ -63,11 +64,22 @@ export const fromDatabase = (
     Effect.catchTag("SqlError", () => Effect.fail(new ClusterSecretUnavailable({ detail: "the cluster's database could not be read or written" })))
   )
 
-/** A secret an operator gave: its UTF-8 bytes, at least `minimumLength` characters. */
-export const fromGiven = (given: Redacted.Redacted<string>): Effect.Effect<Redacted.Redacted<Uint8Array>, ClusterSecretUnavailable> =>
-  Redacted.value(given).length < minimumLength
-    ? Effect.fail(new ClusterSecretUnavailable({ detail: `the secret given is shorter than ${minimumLength} characters` }))
-    : Effect.succeed(Redacted.make(new TextEncoder().encode(Redacted.value(given))))
+/**
+ * A secret an operator gave: its UTF-8 bytes, at least `minimumLength` characters and as strong as
+ * `serve` asks its own token to be (`Security.minTokenBits`): whoever guesses it joins the runners.
+ */
+export const fromGiven = (given: Redacted.Redacted<string>): Effect.Effect<Redacted.Redacted<Uint8Array>, ClusterSecretUnavailable> => {
+  const secret = Redacted.value(given)
+  if (secret.length < minimumLength) {
+    return Effect.fail(new ClusterSecretUnavailable({ detail: `the secret given is shorter than ${minimumLength} characters` }))
+  }
+  const bits = Security.tokenBits(secret)
+  return bits < Security.minTokenBits
+    ? Effect.fail(new ClusterSecretUnavailable({
+      detail: `the secret given (EFFECT_AGENT_CLUSTER_SECRET) is too weak (about ${bits} bits, at least ${Security.minTokenBits}: e.g. 22 random letters and digits, or \`openssl rand -base64 32\`)`
+    }))
+    : Effect.succeed(Redacted.make(new TextEncoder().encode(secret)))
+}
 
 /** The secret given, else the cluster database's. */
 export const layer = (given?: Redacted.Redacted<string>): Layer.Layer<ClusterSecret, ClusterSecretUnavailable, SqlClient.SqlClient> =>

@@ -157,10 +157,15 @@ export const layer = (options: Options = {}) =>
       if (options.onOwned !== undefined) yield* options.onOwned(sessionId)
       return SessionEntity.of({
         StartTurn: ({ payload }) =>
-          driving(true, write(Effect.flatMap(images(payload.images), (given) => Effect.map(turns.start(sessionId, payload.message, given), (turnId) => ({ turnId }))))),
+          driving(true, write(Effect.flatMap(images(payload.images), (given) => Effect.map(turns.start(sessionId, payload.message, given, payload.budget), (turnId) => ({ turnId }))))),
         RunTurn: ({ payload }) =>
           Stream.unwrap(driving(true, Effect.map(images(payload.images), (given) =>
-            writeStream(engine.runTurn({ sessionId, userMessage: payload.message, ...(given.length === 0 ? {} : { images: given }) })))))
+            writeStream(engine.runTurn({
+              sessionId,
+              userMessage: payload.message,
+              ...(given.length === 0 ? {} : { images: given }),
+              ...(payload.budget === undefined ? {} : { budget: payload.budget })
+            })))))
             .pipe(Stream.ensuring(keeper.check)),
         ResumeTurn: () => Stream.unwrap(driving(true, Effect.succeed(writeStream(engine.resumeTurn({ sessionId }))))).pipe(Stream.ensuring(keeper.check)),
         ResumeIfIdle: () => driving(true, turns.resumeIfIdle(sessionId)),

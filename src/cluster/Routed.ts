@@ -15,7 +15,7 @@ import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { BlobStore, EventStoreFailure, type EventStore, type Image, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
+import { BlobStore, EventStoreFailure, type EventStore, type Image, InvalidInput, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
 import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
@@ -64,6 +64,18 @@ const carriedBy = (blobs: Engines.Engines["Type"]["blobs"]) => (images: Readonly
     ? Effect.succeed({})
     : Effect.map(BlobStore.putImages(blobs, images), (refs) => ({ images: refs }))
 
+/**
+ * A turn's budget as the message carries it (absent when none). The owner's engine checks it; one
+ * the message cannot carry (a limit not finite) is refused here as the engine would refuse it.
+ */
+const budgetOf = (budget: SessionEngine.RunTurnInput["budget"]) => {
+  if (budget === undefined) return Effect.succeed({})
+  const bad = (["maxTokens", "maxCost", "maxSteps"] as const).find((key) => budget[key] !== undefined && !Number.isFinite(budget[key]))
+  return bad === undefined
+    ? Effect.succeed({ budget })
+    : Effect.fail(new InvalidInput({ field: "budget", detail: `${bad} must be a positive number` }))
+}
+
 /** The routed engine: needs the runner's sharding (for the entity's client) and `Engines`. */
 export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Sharding.Sharding | Engines.Engines> =
   Layer.scoped(
@@ -85,8 +97,9 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
       return SessionEngine.SessionEngine.of({
         createSession: (input) => fresh((engine) => engine.createSession(input)),
         forkSession: (input) => fresh((engine) => engine.forkSession(input)),
-        runTurn: ({ images, sessionId, userMessage }) =>
-          Stream.unwrap(Effect.map(carried(images), (refs) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage, ...refs })))),
+        runTurn: ({ budget, images, sessionId, userMessage }) =>
+          Stream.unwrap(Effect.flatMap(budgetOf(budget), (limits) =>
+            Effect.map(carried(images), (refs) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage, ...refs, ...limits }))))),
         resumeTurn: ({ sessionId }) => ownerStream(sessionId, client(sessionId).ResumeTurn()),
         resolvePermission: ({ decision, idempotencyKey, remember, sessionId, toolCallId }) =>
           owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false, idempotencyKey: keyOf(idempotencyKey) })),
@@ -136,10 +149,12 @@ export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding | Ses
     // `isRunning` answers at once and the owner may be another runner: a session's phase is read from
     // its log instead (a turn whose approved call has not started yet shows as paused meanwhile).
     return Turns.Turns.of({
-      start: (sessionId, message, images) =>
+      start: (sessionId, message, images, budget) =>
         Effect.zipRight(
           stored(sessionId),
-          Effect.flatMap(carried(images), (refs) => orDieCluster(Effect.map(client(sessionId).StartTurn({ message, ...refs }), ({ turnId }) => turnId)))
+          Effect.flatMap(budgetOf(budget), (limits) =>
+            Effect.flatMap(carried(images), (refs) =>
+              orDieCluster(Effect.map(client(sessionId).StartTurn({ message, ...refs, ...limits }), ({ turnId }) => turnId))))
         ),
       resumeIfIdle: (sessionId) =>
         Effect.zipRight(stored(sessionId), client(sessionId).ResumeIfIdle()).pipe(

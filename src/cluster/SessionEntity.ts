@@ -42,16 +42,22 @@ import {
 /** Why a turn could not start (as `SessionEngine.runTurn` fails). */
 export const StartFailure = Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, InvalidInput, SessionBusy)
 
+/**
+ * A turn's budget (`SessionEngine.RunTurnInput["budget"]`), checked by the owner's engine. Optional,
+ * so that runners of an older version, which send none, and newer ones decode each other's messages.
+ */
+const budget = Schema.optional(AgentEvent.TurnBudget)
+
 /** Starts a turn on the owner, detached from the caller; answers once `turn.started` is stored. */
 export const StartTurn = Rpc.make("StartTurn", {
-  payload: { message: Schema.String, images: Schema.optional(Schema.Array(Image.ImageRef)) },
+  payload: { message: Schema.String, images: Schema.optional(Schema.Array(Image.ImageRef)), budget },
   success: Schema.Struct({ turnId: Schema.String }),
   error: StartFailure
 })
 
 /** Runs a turn and streams its stored events (`SessionEngine.runTurn`); interrupting it cancels the turn. */
 export const RunTurn = Rpc.make("RunTurn", {
-  payload: { message: Schema.String, images: Schema.optional(Schema.Array(Image.ImageRef)) },
+  payload: { message: Schema.String, images: Schema.optional(Schema.Array(Image.ImageRef)), budget },
   success: AgentEvent.AgentEvent,
   error: StartFailure,
   stream: true

@@ -14,6 +14,7 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { ClusterSecret } from "../../src/cluster.js"
+import { Security } from "../../src/server.js"
 import { freshDatabaseUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
 
@@ -35,11 +36,24 @@ describe("ClusterSecret", () => {
 
   it.effect("a secret given is its UTF-8 bytes; one shorter than 16 characters is refused", () =>
     Effect.gen(function*() {
-      const given = yield* ClusterSecret.fromGiven(Redacted.make("sixteen chars ok"))
-      expect(Buffer.from(Redacted.value(given)).toString("utf8")).toBe("sixteen chars ok")
+      const given = yield* ClusterSecret.fromGiven(Redacted.make("Sixteen chars ok, stronger"))
+      expect(Buffer.from(Redacted.value(given)).toString("utf8")).toBe("Sixteen chars ok, stronger")
       const refused = yield* Effect.flip(ClusterSecret.fromGiven(Redacted.make("too short")))
       expect(refused).toBeInstanceOf(ClusterSecret.ClusterSecretUnavailable)
       expect(refused.message).not.toContain("too short")
+    }))
+
+  it.effect("a secret given weaker than serve's token minimum (Security.minTokenBits) is refused, naming the variable, never the value (review62b)", () =>
+    Effect.gen(function*() {
+      for (const weak of ["aaaaaaaaaaaaaaaa", "sixteen chars ok", "0123456789012345678901234567890"]) {
+        expect(Security.tokenBits(weak)).toBeLessThan(Security.minTokenBits)
+        const refused = yield* Effect.flip(ClusterSecret.fromGiven(Redacted.make(weak)))
+        expect(refused.message).toContain("EFFECT_AGENT_CLUSTER_SECRET")
+        expect(refused.message).toContain(`at least ${Security.minTokenBits}`)
+        expect(refused.message).not.toContain(weak)
+      }
+      // 22 random letters and digits (about 130 bits) pass, as for EFFECT_AGENT_TOKEN.
+      yield* ClusterSecret.fromGiven(Redacted.make("q7Xw2LmR9tKc4VbN8sYh3J"))
     }))
 
   const routes = (clusterSecret?: Redacted.Redacted<string>) =>
