@@ -19,6 +19,16 @@ export const requests = Effect.flatMap(FakeModel, (model) => model.requests)
 export const isSummaryRequest = (request: ModelRequest) => request.system === summaryInstruction
 export const messagesOf = (log: ReadonlyArray<AgentEvent>) => Transcript.messages(Transcript.replay(log))
 
+/** The log after `before` and a manual compaction that failed: started, then failed (`failed`: its payload as expected); the context as `before`'s. */
+export const expectFailed = (before: ReadonlyArray<AgentEvent>, log: ReadonlyArray<AgentEvent>, failed: unknown) => {
+  expectWellFormedLog(log)
+  expect(log.slice(before.length).map((e) => [e.type, e.payload])).toEqual([
+    ["compaction.started", expect.objectContaining({ reason: "manual" })],
+    ["compaction.failed", failed]
+  ])
+  expect(messagesOf(log)).toEqual(messagesOf(before))
+}
+
 /**
  * Two turns, then a manual compaction that fails `errorCode`: stored as compaction.failed — with
  * `usage` when its summary request returned and was spent, else with nothing but its id and code —,
@@ -34,14 +44,8 @@ export const failedCompaction = (errorCode: string, usage?: Usage) =>
     const before = yield* replay(sessionId)
     const error = yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
     expect(error).toMatchObject({ _tag: "CompactionFailed", errorCode })
-    const log = yield* replay(sessionId)
-    expectWellFormedLog(log)
     const compactionId = (error as { compactionId: string }).compactionId
-    expect(log.slice(before.length).map((e) => [e.type, e.payload])).toEqual([
-      ["compaction.started", expect.objectContaining({ reason: "manual" })],
-      ["compaction.failed", usage === undefined ? { compactionId, errorCode } : expect.objectContaining({ compactionId, errorCode, usage })]
-    ])
-    expect(messagesOf(log)).toEqual(messagesOf(before))
+    expectFailed(before, yield* replay(sessionId), usage === undefined ? { compactionId, errorCode } : expect.objectContaining({ compactionId, errorCode, usage }))
     yield* run(sessionId, "three")
     expect((yield* requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "answer 2", "three"])
   })
