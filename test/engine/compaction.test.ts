@@ -17,7 +17,7 @@ import { FakeModel, type ScriptedResponse } from "../../src/layers/FakeModelProv
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { engineLayer, expectWellFormedLog, typesOf } from "../helpers.js"
-import { expectFailed, failedCompaction, isSummaryRequest, messagesOf, replay, requests, run } from "./compactionCases.js"
+import { expectFailed, failedCompaction, isSummaryRequest, messagesOf, replay, requests, run, twoTurns } from "./compactionCases.js"
 
 const engineWith = (responses: ReadonlyArray<ScriptedResponse>, options: { maxContextTokens?: number; compaction?: Services.CompactionOptions } = {}) =>
   engineLayer(MemoryEventStore.layer, { responses, ...(options.maxContextTokens === undefined ? {} : { maxContextTokens: options.maxContextTokens }) }, {
@@ -144,11 +144,7 @@ describe("compactSession (manual)", () => {
 
   it.effect("interrupted while the model writes the summary: compaction.failed {cancelled}, the context unchanged", () =>
     Effect.gen(function*() {
-      const engine = yield* SessionEngine
-      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-      yield* run(sessionId, "one")
-      yield* run(sessionId, "two")
-      const before = yield* replay(sessionId)
+      const { before, engine, sessionId } = yield* twoTurns
       const compaction = yield* Effect.fork(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
       yield* waitFor(sessionId, (s) => s.compaction !== undefined)
       // A turn asked for meanwhile would wait for the compaction: the session is in its compaction phase.

@@ -19,6 +19,15 @@ export const requests = Effect.flatMap(FakeModel, (model) => model.requests)
 export const isSummaryRequest = (request: ModelRequest) => request.system === summaryInstruction
 export const messagesOf = (log: ReadonlyArray<AgentEvent>) => Transcript.messages(Transcript.replay(log))
 
+/** A new session after two turns ("one", "two"): the engine, its id and its log then (`before`). */
+export const twoTurns = Effect.gen(function*() {
+  const engine = yield* SessionEngine
+  const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+  yield* run(sessionId, "one")
+  yield* run(sessionId, "two")
+  return { engine, sessionId, before: yield* replay(sessionId) }
+})
+
 /** The log after `before` and a manual compaction that failed: started, then failed (`failed`: its payload as expected); the context as `before`'s. */
 export const expectFailed = (before: ReadonlyArray<AgentEvent>, log: ReadonlyArray<AgentEvent>, failed: unknown) => {
   expectWellFormedLog(log)
@@ -37,11 +46,7 @@ export const expectFailed = (before: ReadonlyArray<AgentEvent>, log: ReadonlyArr
  */
 export const failedCompaction = (errorCode: string, usage?: Usage) =>
   Effect.gen(function*() {
-    const engine = yield* SessionEngine
-    const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-    yield* run(sessionId, "one")
-    yield* run(sessionId, "two")
-    const before = yield* replay(sessionId)
+    const { before, engine, sessionId } = yield* twoTurns
     const error = yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
     expect(error).toMatchObject({ _tag: "CompactionFailed", errorCode })
     const compactionId = (error as { compactionId: string }).compactionId
