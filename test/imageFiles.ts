@@ -76,8 +76,17 @@ export const lzwBytes = (minimumSize: number, codes: ReadonlyArray<number>): Uin
   return new Uint8Array(out)
 }
 
-/** A GIF89a of one `width` × `height` frame (a two-colour table) whose image data is `data`, in sub-blocks of up to 255 bytes. */
-export const gif = (width: number, height: number, data: Uint8Array, minimumSize = 2): Uint8Array => {
+/**
+ * A GIF89a of one `width` × `height` frame (a two-colour table) whose image data is `data`, in
+ * sub-blocks of up to 255 bytes; its logical screen `screen`, the frame's size unless given.
+ */
+export const gif = (
+  width: number,
+  height: number,
+  data: Uint8Array,
+  minimumSize = 2,
+  screen: { readonly width: number; readonly height: number } = { width, height }
+): Uint8Array => {
   const u16 = (n: number) => [n & 0xff, n >> 8]
   const blocks: Array<number> = []
   for (let at = 0; at < data.byteLength; at += 255) {
@@ -85,7 +94,7 @@ export const gif = (width: number, height: number, data: Uint8Array, minimumSize
     blocks.push(piece.byteLength, ...piece)
   }
   return new Uint8Array([
-    ...Buffer.from("GIF89a", "latin1"), ...u16(width), ...u16(height), 0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff,
+    ...Buffer.from("GIF89a", "latin1"), ...u16(screen.width), ...u16(screen.height), 0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff,
     0x2c, ...u16(0), ...u16(0), ...u16(width), ...u16(height), 0,
     minimumSize, ...blocks, 0,
     0x3b

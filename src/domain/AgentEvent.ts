@@ -468,7 +468,8 @@ export const SessionCompacted = turnOrSessionEvent("session.compacted", {
 /**
  * A compaction ended without a summary (`cancelled`, `interrupted`, a provider's reason …): the context is left as it was.
  * `usage`, `cost`, `costUnknown`: a summary request that returned and was still refused (`empty_summary`,
- * `summary_cut_short`, `response_too_large`) was spent all the same — counted as `session.compacted`'s are; absent otherwise.
+ * `summary_cut_short`, `response_too_large`, `summary_too_large`: its `session.compacted` larger than the store takes as
+ * one event) was spent all the same — counted as `session.compacted`'s are; absent otherwise.
  */
 export const CompactionFailed = turnOrSessionEvent("compaction.failed", {
   compactionId: Schema.String,

@@ -207,7 +207,7 @@ export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("Co
  * `io_error` (a file could not be written: the ones before it were restored, no event stored).
  */
 export class RewindRefused extends Schema.TaggedError<RewindRefused>()("RewindRefused", {
-  reason: Schema.Literal("not_a_boundary", "past_compaction", "nothing_to_rewind", "changed_outside", "unsafe_path", "no_checkpoints", "io_error"),
+  reason: Schema.Literal("not_a_boundary", "past_compaction", "nothing_to_rewind", "changed_outside", "unsafe_path", "no_checkpoints", "io_error", "too_large"),
   detail: Schema.String,
   files: Schema.optional(Schema.Array(Schema.String))
 }) {

@@ -43,6 +43,19 @@ export const estimatedTokens = 1_600
  */
 export const maxImageSide = 8000
 
+/**
+ * The most bytes an image's pixels may decode to, as its header says: width × height × the bytes of
+ * a pixel at its depth and channels (a PNG's channels × bit depth, a JPEG's components × 8 or 16
+ * bits by its precision, 4 for a GIF's or WebP's, which decoders make RGBA) — 256,000,000, an 8-bit
+ * RGBA image at the side cap (8000 × 8000 × 4). Every 8-bit image within 8000 pixels a side passes;
+ * past it are only deep ones: a 16-bit RGBA PNG over 32 megapixels, a 16-bit RGB one over 42, a
+ * 12-bit JPEG over 42. A PNG's check inflates its pixels (up to seconds for 256 MB) and the provider
+ * decodes them: a 497 KB PNG saying 8000 × 8000 at 16 bits RGBA (512 MB of zeros) passed and was
+ * inflated at every check. Providers take no more: Anthropic scales an image past 1568 pixels on its
+ * long edge down (about 1.15 megapixels), OpenAI past 2048, Gemini past 3072.
+ */
+export const maxDecodedBytes = maxImageSide * maxImageSide * 4
+
 /** The most images one message may carry. */
 export const maxImagesPerMessage = 20
 
@@ -132,24 +145,37 @@ const uint24 = (bytes: Uint8Array, at: number) => bytes[at]! | (bytes[at + 1]! <
 
 /** Width and height as an image's header says, or undefined when the header is cut short or not understood. */
 export const dimensions = (bytes: Uint8Array): { readonly width: number; readonly height: number } | undefined => {
+  const found = header(bytes)
+  return found === undefined ? undefined : { width: found.width, height: found.height }
+}
+
+/**
+ * Width, height and the bits of a pixel as an image's header says (`bits` undefined when the
+ * header's depth is not one the format has: the structure walk refuses it), or undefined when the
+ * header is cut short or not understood.
+ */
+const header = (bytes: Uint8Array): { readonly width: number; readonly height: number; readonly bits: number | undefined } | undefined => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const has = (end: number) => bytes.byteLength >= end
   switch (sniff(bytes)) {
-    case "image/png":
-      // The IHDR chunk comes first: width and height, big-endian, at 16 and 20.
-      return has(24) ? { width: view.getUint32(16), height: view.getUint32(20) } : undefined
+    case "image/png": {
+      // The IHDR chunk comes first: width and height, big-endian, at 16 and 20; bit depth and colour type at 24 and 25.
+      if (!has(24)) return undefined
+      const channels = has(26) ? ImageStructure.pngChannels[bytes[25]!] : undefined
+      return { width: view.getUint32(16), height: view.getUint32(20), bits: channels === undefined ? undefined : channels * bytes[24]! }
+    }
     case "image/gif":
-      return has(10) ? { width: view.getUint16(6, true), height: view.getUint16(8, true) } : undefined
+      return has(10) ? { width: view.getUint16(6, true), height: view.getUint16(8, true), bits: 32 } : undefined
     case "image/webp": {
       if (!has(30)) return undefined
       const chunk = String.fromCharCode(...bytes.subarray(12, 16))
-      if (chunk === "VP8 ") return { width: view.getUint16(26, true) & 0x3fff, height: view.getUint16(28, true) & 0x3fff }
+      if (chunk === "VP8 ") return { width: view.getUint16(26, true) & 0x3fff, height: view.getUint16(28, true) & 0x3fff, bits: 32 }
       if (chunk === "VP8L") {
         const bits = view.getUint32(21, true)
-        return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 }
+        return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1, bits: 32 }
       }
       // Two 24-bit fields at 24 and 27: read as three bytes each, as a 32-bit read of the second would pass a 30-byte file's end.
-      if (chunk === "VP8X") return { width: uint24(bytes, 24) + 1, height: uint24(bytes, 27) + 1 }
+      if (chunk === "VP8X") return { width: uint24(bytes, 24) + 1, height: uint24(bytes, 27) + 1, bits: 32 }
       return undefined
     }
     case "image/jpeg": {
@@ -168,7 +194,10 @@ export const dimensions = (bytes: Uint8Array): { readonly width: number; readonl
           continue
         }
         if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
-          return has(at + 9) ? { width: view.getUint16(at + 7), height: view.getUint16(at + 5) } : undefined
+          // Precision at 4 (8 bits a sample, or up to 16), the number of components at 9.
+          if (!has(at + 9)) return undefined
+          const bits = has(at + 10) ? bytes[at + 9]! * (bytes[at + 4]! > 8 ? 16 : 8) : undefined
+          return { width: view.getUint16(at + 7), height: view.getUint16(at + 5), bits }
         }
         // Start of scan or end of image before a frame: no size to read.
         if (marker === 0xda || marker === 0xd9) return undefined
@@ -225,9 +254,17 @@ export const examine = (image: ImageInput, index?: number, file?: string): Image
   if (sniffed === undefined) {
     return new ImageRefused({ reason: "unsupported_type", detail: "only PNG, JPEG, GIF and WebP images are accepted (told by their first bytes)", ...where })
   }
-  const size = dimensions(image.data)
+  const size = header(image.data)
   if (size !== undefined && (size.width > maxImageSide || size.height > maxImageSide)) {
     return new ImageRefused({ reason: "too_large", detail: `${size.width}×${size.height} pixels is over the ${maxImageSide} pixels a side an image may be`, ...where })
+  }
+  const decoded = size?.bits === undefined ? undefined : size.width * size.height * size.bits / 8
+  if (decoded !== undefined && decoded > maxDecodedBytes) {
+    return new ImageRefused({
+      reason: "too_large",
+      detail: `${size!.width}×${size!.height} pixels at ${size!.bits} bits a pixel decode to ${decoded} bytes, over the ${maxDecodedBytes} bytes an image's pixels may be`,
+      ...where
+    })
   }
   const declared = image.mediaType?.trim().toLowerCase()
   if (declared !== undefined && declared !== "" && declared !== sniffed && !(declared === "image/jpg" && sniffed === "image/jpeg")) {
@@ -237,8 +274,9 @@ export const examine = (image: ImageInput, index?: number, file?: string): Image
   if (size === undefined || size.width === 0 || size.height === 0) {
     return new ImageRefused({ reason: "unreadable", detail: `the ${sniffed} header does not say the image's size (cut short or damaged)`, ...where })
   }
-  const structure = ImageStructure.structure(image.data, sniffed)
+  const structure = ImageStructure.structure(image.data, sniffed, maxImageSide)
   if (typeof structure === "string") return new ImageRefused({ reason: "unreadable", detail: structure, ...where })
+  if (structure?._tag === "TooLarge") return new ImageRefused({ reason: "too_large", detail: structure.detail, ...where })
   return structure === undefined ? { image, mediaType: sniffed, where } : { image, mediaType: sniffed, pixels: structure, where }
 }
 

@@ -23,8 +23,14 @@ export interface PngStream {
   readonly rows: ReadonlyArray<PngRows>
 }
 
-/** Why the bytes are not a whole image (a sentence), a PNG's pixel stream still to check, or `undefined`: whole. */
-export type Structure = string | PngStream | undefined
+/** A frame larger than an image may be (a GIF's frame, whose size its file's header does not say). */
+export interface TooLarge {
+  readonly _tag: "TooLarge"
+  readonly detail: string
+}
+
+/** Why the bytes are not a whole image (a sentence), a frame too large, a PNG's pixel stream still to check, or `undefined`: whole. */
+export type Structure = string | TooLarge | PngStream | undefined
 
 let crcTables: Uint32Array | undefined
 
@@ -72,7 +78,8 @@ const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
 
 /** The bit depths each colour type allows (PNG 11.2.2). */
 const pngDepths: Record<number, ReadonlyArray<number>> = { 0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8], 4: [8, 16], 6: [8, 16] }
-const pngChannels: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 }
+/** The channels of each colour type (grey, RGB, palette, grey + alpha, RGBA). */
+export const pngChannels: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 }
 /** Adam7's passes: first column, first row, column step, row step. */
 const adam7 = [[0, 0, 8, 8], [4, 0, 8, 8], [0, 4, 4, 8], [2, 0, 4, 4], [0, 2, 2, 4], [1, 0, 2, 2], [0, 1, 1, 2]] as const
 
@@ -366,7 +373,13 @@ const subBlocksEnd = (b: Uint8Array, from: number): number => {
 const gifShort = (made: number, pixels: number) => `the GIF's image data ends at ${made} of the ${pixels} pixels its frame says (cut short or damaged)`
 const gifPast = "the GIF's image data has a code past its LZW table (damaged)"
 
-const gif = (b: Uint8Array): Structure => {
+/**
+ * `maxSide`: the most pixels a frame may have on a side. The file's header says the logical screen's
+ * size, which the side cap checks; a frame's own size is its image descriptor's, up to 65535 × 65535,
+ * and decoders that show a frame larger than the screen make the image that large (Pillow, Firefox):
+ * a frame whose codes stand for 4 billion pixels fits in 1.5 MB of codes, 4096 pixels a code.
+ */
+const gif = (b: Uint8Array, maxSide: number): Structure => {
   const length = b.byteLength
   const cut = "the GIF is cut short (no trailer)"
   if (length < 13) return cut
@@ -382,7 +395,11 @@ const gif = (b: Uint8Array): Structure => {
       at = subBlocksEnd(b, at + 2)
     } else if (block === 0x2c) {
       if (at + 10 > length) return cut
-      const pixels = (b[at + 5]! | (b[at + 6]! << 8)) * (b[at + 7]! | (b[at + 8]! << 8))
+      const width = b[at + 5]! | (b[at + 6]! << 8), height = b[at + 7]! | (b[at + 8]! << 8)
+      if (width > maxSide || height > maxSide) {
+        return { _tag: "TooLarge", detail: `the GIF's frame at byte ${at} is ${width}×${height} pixels, over the ${maxSide} pixels a side an image may be` }
+      }
+      const pixels = width * height
       at += 10 + colourTable(b[at + 9]!)
       if (at >= length) return cut
       // LZW codes are at most 12 bits: a minimum code size over 11 cannot be decoded.
@@ -503,15 +520,15 @@ const webp = (b: Uint8Array): Structure => {
   return undefined
 }
 
-/** Walks the structure of bytes of a known media type (told by their magic bytes). */
-export const structure = (bytes: Uint8Array, mediaType: "image/png" | "image/jpeg" | "image/gif" | "image/webp"): Structure => {
+/** Walks the structure of bytes of a known media type (told by their magic bytes); `maxSide`: the most pixels a GIF's frame may have on a side. */
+export const structure = (bytes: Uint8Array, mediaType: "image/png" | "image/jpeg" | "image/gif" | "image/webp", maxSide = Number.POSITIVE_INFINITY): Structure => {
   switch (mediaType) {
     case "image/png":
       return png(bytes)
     case "image/jpeg":
       return jpeg(bytes)
     case "image/gif":
-      return gif(bytes)
+      return gif(bytes, maxSide)
     case "image/webp":
       return webp(bytes)
   }

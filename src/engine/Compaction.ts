@@ -16,8 +16,10 @@
  *   response. Any other failure: `compaction.failed {<reason>}`.
  * - A summary request that returned and is refused (`empty_summary`, `response_too_large`;
  *   `summary_cut_short` when the model stopped it at its output limit or a content filter — finish
- *   `length`, `content_filter`) was spent: its `compaction.failed` carries the usage and cost, counted
- *   as `session.compacted`'s are (the session's totals, the turn's budget, a subagent's tree).
+ *   `length`, `content_filter`; `summary_too_large` when its `session.compacted` is larger than the
+ *   store takes as one event, `line_too_long`) was spent: its `compaction.failed` carries the usage
+ *   and cost, counted as `session.compacted`'s are (the session's totals, the turn's budget, a
+ *   subagent's tree).
  *
  * @since 0.4.0
  * @internal
@@ -130,7 +132,7 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
 
 /**
  * Why a compaction has no summary; `usage` when its request returned and was refused all the same
- * (`empty_summary`, `response_too_large`): the tokens were spent.
+ * (`empty_summary`, `response_too_large`, `summary_cut_short`): the tokens were spent.
  */
 interface Refusal {
   readonly errorCode: string
@@ -235,7 +237,17 @@ export const run = (
         tokensAfter: after,
         ...priced(services, usage)
       }
-      yield* commit([EventDraft.sessionCompacted(result)])
+      const stored = yield* Effect.either(commit([EventDraft.sessionCompacted(result)]))
+      if (Either.isLeft(stored)) {
+        // A summary larger than the store takes as one event (JSONL's line): nothing was stored (a
+        // failed append changes nothing), but the request was spent — its usage is kept, as a refused summary's is.
+        if (stored.left.reason !== "line_too_long") return yield* Effect.fail(stored.left)
+        yield* Effect.logWarning("the summary is larger than the store takes as one event; the context is left as it was").pipe(
+          Effect.annotateLogs({ detail: stored.left.detail })
+        )
+        yield* commit([EventDraft.compactionFailed(compactionId, "summary_too_large", priced(services, usage))])
+        return { _tag: "Failed", compactionId, errorCode: "summary_too_large", usage } as const
+      }
       return { _tag: "Compacted", result } as const
     })
   )

@@ -154,6 +154,19 @@ const unavailable = (error: BlobNotFound | BlobFailure) =>
  * blob area once per request. An image the model cannot take (its provider says it takes none, or
  * there is no blob area), or whose blob cannot be read (missing, corrupt: never sent), is replaced
  * by a note in the message's text, so the request is still well-formed and the model knows.
+ *
+ * Within Anthropic's limits on images, which refuse the whole request: at most
+ * `Image.maxImagesPerRequest` images and `Image.maxImageBytesPerRequest` of them (a request is at
+ * most 32 MB, base64 included), and none over 2000 pixels a side in a request of more than 20. Every
+ * image of the transcript is sent again with each request, so a session that read many or large
+ * images (a repository of screenshots) had every later request refused. Now the newest images within
+ * the count and the bytes are sent, and the older ones as a note; then, in a request of more than 20,
+ * each over 2000 a side as a note too. The log and the blob keep every image.
+ *
+ * The newest are chosen before any is read, by the size the log stores of each (`ImageRef.bytes`),
+ * and only those are read: every step read and hashed every image of the transcript (60 MiB a step
+ * after 12 turns of 20 images) to send at most 100 of them. An image read is judged by its real size
+ * (a log can say any); one that cannot be sent is a note and takes no room.
  */
 export const attach = (
   blobs: BlobStore.Service | undefined,
@@ -162,19 +175,25 @@ export const attach = (
 ): Effect.Effect<ModelRequest> =>
   // Most requests name no image: answered as they are, with no generator (this runs every step).
   !request.messages.some((m) => m.role !== "assistant" && m.images !== undefined) ? Effect.succeed(request) : Effect.gen(function*() {
+    const refs = request.messages.flatMap((m) => m.role === "assistant" ? [] : m.images ?? [])
+    // Why a reference is not sent: it cannot be (`unsent`), or it is past the request's limits (`left`).
+    const unsent = new Map<Image.ImageRef, string>()
+    const left = new Map<Image.ImageRef, string>()
     const bytes = new Map<string, Uint8Array>()
-    const keptBlobs = new Set<string>()
-    const messages: Array<Message> = []
-    for (const message of request.messages) {
-      if (message.role === "assistant" || message.images === undefined) {
-        messages.push(message)
-        continue
-      }
-      const kept: Array<Image.ImageRef> = []
-      const notes: Array<string> = []
-      for (const image of message.images) {
-        if (capabilities.images !== true || blobs === undefined) {
-          notes.push(note(image, "this model does not take images"))
+    const within = new Set<Image.ImageRef>()
+    if (capabilities.images !== true || blobs === undefined) {
+      for (const image of refs) unsent.set(image, "this model does not take images")
+    } else {
+      const leftOut = `left out, a request carries at most ${Image.maxImagesPerRequest} images and ${Image.maxImageBytesPerRequest / (1024 * 1024)} MiB of them, the newest`
+      let total = 0
+      let full = false
+      // Newest first: each read, until the count or the bytes are reached; the older ones are not read.
+      for (let i = refs.length - 1; i >= 0; i--) {
+        const image = refs[i]!
+        if (within.has(image)) continue
+        full ||= within.size >= Image.maxImagesPerRequest || total + image.bytes > Image.maxImageBytesPerRequest
+        if (full) {
+          left.set(image, leftOut)
           continue
         }
         if (!bytes.has(image.blob)) {
@@ -183,73 +202,52 @@ export const attach = (
             yield* Effect.logWarning("an image of the conversation cannot be read; the model gets a note instead").pipe(
               Effect.annotateLogs({ blob: image.blob, error: read.left.message })
             )
-            notes.push(note(image, unavailable(read.left)))
+            unsent.set(image, unavailable(read.left))
             continue
           }
           bytes.set(image.blob, read.right)
         }
         // Each reference is checked (another may name the same blob as another type); one that fails is not sent.
-        const fault = storedFault(image.blob, bytes.get(image.blob)!, image.mediaType)
+        const read = bytes.get(image.blob)!
+        const fault = storedFault(image.blob, read, image.mediaType)
         if (fault !== undefined) {
           yield* Effect.logWarning("an image the conversation names is not that image; the model gets a note instead").pipe(Effect.annotateLogs({ blob: image.blob }))
-          notes.push(note(image, fault))
+          unsent.set(image, fault)
           continue
         }
-        keptBlobs.add(image.blob)
-        kept.push(image)
+        // Its real size: a log can say any.
+        if (total + read.byteLength > Image.maxImageBytesPerRequest) {
+          full = true
+          left.set(image, leftOut)
+          continue
+        }
+        within.add(image)
+        total += read.byteLength
       }
+      // Anthropic's second rule: in a request of more than 20 images, none over 2000 pixels a side.
+      if (within.size > Image.maxImagesAtFullSide) {
+        for (const image of within) {
+          const size = Image.dimensions(bytes.get(image.blob)!)
+          if (size !== undefined && (size.width > Image.maxManyImagesSide || size.height > Image.maxManyImagesSide)) {
+            left.set(image, `${size.width}×${size.height} pixels, over the ${Image.maxManyImagesSide} a side a request of more than ${Image.maxImagesAtFullSide} images may carry`)
+          }
+        }
+      }
+    }
+    const sent = new Map<string, Uint8Array>()
+    const messages = request.messages.map((message): Message => {
+      if (message.role === "assistant" || message.images === undefined) return message
+      // The notes of images that cannot be sent, then of those past the limits, each in the message's order.
+      const notes = [
+        ...message.images.flatMap((image) => unsent.has(image) ? [note(image, unsent.get(image)!)] : []),
+        ...message.images.flatMap((image) => left.has(image) ? [note(image, left.get(image)!)] : [])
+      ]
+      const kept = message.images.filter((image) => !unsent.has(image) && !left.has(image))
+      for (const image of kept) sent.set(image.blob, bytes.get(image.blob)!)
+      if (notes.length === 0) return message
       const { images: _, ...rest } = message
       const changed = { ...rest, content: withNotes(message.content, notes) }
-      messages.push(kept.length === 0 ? changed : { ...changed, images: kept })
-    }
-    // Only the bytes of images kept: a blob every reference of which failed its check is not carried.
-    const sent = new Map([...bytes].filter(([blob]) => keptBlobs.has(blob)))
-    if (sent.size === 0) return { ...request, messages }
-    return { ...request, messages: withinRequestLimits(messages, sent), images: sent }
-  })
-
-/**
- * Requests within Anthropic's limits on images, which refuse the whole request: at most
- * `Image.maxImagesPerRequest` images and `Image.maxImageBytesPerRequest` of them (a request is at
- * most 32 MB, base64 included), and none over 2000 pixels a side in a request of more than 20. Every
- * image of the transcript is sent again with each request, so a session that read many or large
- * images (a repository of screenshots) had every later request refused. Now the newest images within
- * the count and the bytes are sent, and the older ones as a note; then, in a request of more than 20,
- * each over 2000 a side as a note too. The log and the blob keep every image.
- */
-const withinRequestLimits = (messages: ReadonlyArray<Message>, bytes: ReadonlyMap<string, Uint8Array>): ReadonlyArray<Message> => {
-  const refs = (m: Message) => m.role === "assistant" ? [] : m.images ?? []
-  // Newest first: the images kept within the count and the bytes.
-  const within = new Set<Image.ImageRef>()
-  let total = 0
-  for (const image of messages.flatMap(refs).reverse()) {
-    const size = bytes.get(image.blob)!.byteLength
-    if (within.size >= Image.maxImagesPerRequest || total + size > Image.maxImageBytesPerRequest) break
-    within.add(image)
-    total += size
-  }
-  const many = within.size > Image.maxImagesAtFullSide
-  const why = (image: Image.ImageRef): string | undefined => {
-    if (!within.has(image)) {
-      return `left out, a request carries at most ${Image.maxImagesPerRequest} images and ${Image.maxImageBytesPerRequest / (1024 * 1024)} MiB of them, the newest`
-    }
-    if (!many) return undefined
-    const size = Image.dimensions(bytes.get(image.blob)!)
-    return size === undefined || (size.width <= Image.maxManyImagesSide && size.height <= Image.maxManyImagesSide)
-      ? undefined
-      : `${size.width}×${size.height} pixels, over the ${Image.maxManyImagesSide} a side a request of more than ${Image.maxImagesAtFullSide} images may carry`
-  }
-  return messages.map((message) => {
-    if (message.role === "assistant" || message.images === undefined) return message
-    const notes: Array<string> = []
-    const kept = message.images.filter((image) => {
-      const reason = why(image)
-      if (reason !== undefined) notes.push(note(image, reason))
-      return reason === undefined
+      return kept.length === 0 ? changed : { ...changed, images: kept }
     })
-    if (notes.length === 0) return message
-    const { images: _, ...rest } = message
-    const changed = { ...rest, content: withNotes(message.content, notes) }
-    return kept.length === 0 ? changed : { ...changed, images: kept }
+    return sent.size === 0 ? { ...request, messages } : { ...request, messages, images: sent }
   })
-}

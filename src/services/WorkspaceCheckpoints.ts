@@ -55,8 +55,9 @@ export declare namespace WorkspaceCheckpoints {
     readonly watch: (call: PreparedCall, cwd: string) => Effect.Effect<Effect.Effect<Capture> | undefined>
     /**
      * Brings the files back. Checks every file first and changes nothing when one was changed
-     * outside the agent (`RewindRefused {changed_outside}`, unless `force`) or leads outside `cwd`
-     * or through a link (`RewindRefused {unsafe_path}`, always).
+     * outside the agent (`RewindRefused {changed_outside}`, unless `force`), leads outside `cwd`
+     * or through a link (`RewindRefused {unsafe_path}`, always), or is a file to replace larger
+     * than a rewind keeps (`RewindRefused {too_large}`, always: what it replaces is kept first).
      */
     readonly restore: (input: {
       readonly cwd: string

@@ -6,7 +6,6 @@ import * as LogLevel from "effect/LogLevel"
 import * as Logger from "effect/Logger"
 import * as TestClock from "effect/TestClock"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
-import { summaryInstruction } from "../../src/domain/Compaction.js"
 import * as SessionState from "../../src/domain/SessionState.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
@@ -17,19 +16,14 @@ import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import { FakeModel, type ScriptedResponse } from "../../src/layers/FakeModelProvider.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
-import type { ModelRequest } from "../../src/services/ModelProvider.js"
-import { collect, engineLayer, expectWellFormedLog, typesOf } from "../helpers.js"
+import { engineLayer, expectWellFormedLog, typesOf } from "../helpers.js"
+import { expectFailed, failedCompaction, isSummaryRequest, messagesOf, replay, requests, run, twoTurns } from "./compactionCases.js"
 
 const engineWith = (responses: ReadonlyArray<ScriptedResponse>, options: { maxContextTokens?: number; compaction?: Services.CompactionOptions } = {}) =>
   engineLayer(MemoryEventStore.layer, { responses, ...(options.maxContextTokens === undefined ? {} : { maxContextTokens: options.maxContextTokens }) }, {
     ...(options.compaction === undefined ? {} : { compaction: options.compaction })
   })
 
-const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.replaySession({ sessionId })))
-const run = (sessionId: string, userMessage: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.runTurn({ sessionId, userMessage })))
-const requests = Effect.flatMap(FakeModel, (model) => model.requests)
-const isSummaryRequest = (request: ModelRequest) => request.system === summaryInstruction
-const messagesOf = (log: ReadonlyArray<AgentEvent>) => Transcript.messages(Transcript.replay(log))
 const summaryMessage = (summary: string) => ({ role: "user", content: Transcript.summaryMessage(summary) })
 
 /** Waits (yielding, never sleeping: the TestClock holds the model) until the session's state says so. */
@@ -40,27 +34,6 @@ const waitFor = (sessionId: string, until: (state: SessionState.SessionState) =>
   })
 
 const quiet = Logger.withMinimumLogLevel(LogLevel.None)
-
-/** Two turns, then a compaction that fails `errorCode`: stored as compaction.failed, the context unchanged, the next turn as before. */
-const failedCompaction = (errorCode: string) =>
-  Effect.gen(function*() {
-    const engine = yield* SessionEngine
-    const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-    yield* run(sessionId, "one")
-    yield* run(sessionId, "two")
-    const before = yield* replay(sessionId)
-    const error = yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
-    expect(error).toMatchObject({ _tag: "CompactionFailed", errorCode })
-    const log = yield* replay(sessionId)
-    expectWellFormedLog(log)
-    expect(log.slice(before.length).map((e) => [e.type, e.payload])).toEqual([
-      ["compaction.started", expect.objectContaining({ reason: "manual" })],
-      ["compaction.failed", { compactionId: (error as { compactionId: string }).compactionId, errorCode }]
-    ])
-    expect(messagesOf(log)).toEqual(messagesOf(before))
-    yield* run(sessionId, "three")
-    expect((yield* requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "answer 2", "three"])
-  })
 
 describe("compactSession (manual)", () => {
   it.effect("summarises all but the recent context; the next request sees the summary as a user message; replay rebuilds it", () =>
@@ -171,23 +144,13 @@ describe("compactSession (manual)", () => {
 
   it.effect("interrupted while the model writes the summary: compaction.failed {cancelled}, the context unchanged", () =>
     Effect.gen(function*() {
-      const engine = yield* SessionEngine
-      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-      yield* run(sessionId, "one")
-      yield* run(sessionId, "two")
-      const before = yield* replay(sessionId)
+      const { before, engine, sessionId } = yield* twoTurns
       const compaction = yield* Effect.fork(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
       yield* waitFor(sessionId, (s) => s.compaction !== undefined)
       // A turn asked for meanwhile would wait for the compaction: the session is in its compaction phase.
       expect((yield* engine.sessionState({ sessionId })).compaction).toMatchObject({ reason: "manual" })
       yield* Fiber.interrupt(compaction)
-      const log = yield* replay(sessionId)
-      expectWellFormedLog(log)
-      expect(log.slice(before.length).map((e) => [e.type, e.payload])).toEqual([
-        ["compaction.started", expect.objectContaining({ reason: "manual" })],
-        ["compaction.failed", expect.objectContaining({ errorCode: "cancelled" })]
-      ])
-      expect(messagesOf(log)).toEqual(messagesOf(before))
+      expectFailed(before, yield* replay(sessionId), expect.objectContaining({ errorCode: "cancelled" }))
       expect((yield* engine.sessionState({ sessionId })).compaction).toBeUndefined()
       // The session goes on as before.
       const next = yield* run(sessionId, "three")

@@ -18,6 +18,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { collect } from "../helpers.js"
+import { png as pngOf } from "../imageFiles.js"
 
 const png = new Uint8Array(readFileSync(resolve(import.meta.dirname, "../../fixtures/images", "photo.png")))
 
@@ -75,4 +76,46 @@ describe("a step reads its images' blobs", () => {
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
       expect(yield* readCount).toHaveLength(1)
     }).pipe(Effect.provide(engine({}, 10_000))))
+
+  /** The blobs `body`'s steps read. */
+  const readsOf = <A, E, R>(body: Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const before = (yield* readCount).length
+      yield* body
+      return (yield* readCount).slice(before)
+    })
+  const lastRequest = Effect.map(Effect.flatMap(FakeModel, (model) => model.requests), (all) => all.at(-1)!)
+
+  it.effect("only the newest images within a request's 100 are read; the older are notes, never read", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const turn = (t: number) =>
+        collect(engine.runTurn({ sessionId, userMessage: `turn ${t}`, images: Array.from({ length: 20 }, (_, i) => ({ data: pngOf(8 + 20 * t + i, 8) })) }))
+      for (let t = 0; t < 5; t++) yield* turn(t)
+      // 120 images in the transcript: the step sends the newest 100, and reads only them (it read all 120).
+      const reads = yield* readsOf(turn(5))
+      const request = yield* lastRequest
+      expect(reads).toHaveLength(100)
+      expect(request.images?.size).toBe(100)
+      expect(new Set(reads)).toEqual(new Set(request.images!.keys()))
+      const first = request.messages[0]!
+      expect(first.role === "user" && first.images).toBeFalsy()
+      expect(first.content.split("\n").filter((line) => line.includes("left out, a request carries at most 100 images"))).toHaveLength(20)
+    }).pipe(Effect.provide(engine({}, 1_000_000))))
+
+  it.effect("only the newest images within a request's 20 MiB are read, judged by the size the log stores", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      // Five of 4.5 MiB: the newest four (18 MiB) are sent; the oldest, which would make 22.5, is a note and is not read.
+      const images = Array.from({ length: 5 }, (_, i) => ({ data: pngOf(8 + i, 8, { bytes: 4.5 * 1024 * 1024 }) }))
+      const reads = yield* readsOf(collect(engine.runTurn({ sessionId, userMessage: "look", images })))
+      const request = yield* lastRequest
+      expect(reads).toHaveLength(4)
+      expect(request.images?.size).toBe(4)
+      const message = request.messages[0]!
+      expect(message.role === "user" && message.images?.length).toBe(4)
+      expect(message.content).toMatch(/^look\n\[image image\/png, 4718592 bytes \([0-9a-f]{12}\): left out, a request carries at most 100 images and 20 MiB of them, the newest\]$/)
+    }).pipe(Effect.provide(engine({}, 1_000_000))))
 })

@@ -257,6 +257,67 @@ const countingStreams = <A, E>(body: (streams: () => number) => Effect.Effect<A,
     return body(() => streams).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
   })
 
+describe("an image whose pixels decode to more than an image may be (Image.maxDecodedBytes)", () => {
+  /** A zlib stream of `bytes` zeros, about a kilobyte per MiB: sync-flushed pieces of a MiB, then the rest. */
+  const zerosOf = (bytes: number) => {
+    const mebibyte = deflateRawSync(Buffer.alloc(1024 * 1024), { finishFlush: constants.Z_SYNC_FLUSH })
+    const rest = deflateRawSync(Buffer.alloc(bytes % (1024 * 1024)), { finishFlush: constants.Z_SYNC_FLUSH })
+    const adler = Buffer.alloc(4)
+    adler.writeUInt32BE((((bytes % 65521) << 16) | 1) >>> 0)
+    const pieces = Array.from({ length: Math.floor(bytes / (1024 * 1024)) }, () => mebibyte)
+    return Buffer.concat([Buffer.from([0x78, 0x9c]), ...pieces, rest, Buffer.from([0x03, 0x00]), adler])
+  }
+  /** A `width` × `height` PNG of `depth`-bit colour type `colour` whose pixels are all zero: whole, its stream as long as its header says. */
+  const zeroPng = (width: number, height: number, depth: number, colour: number) => {
+    const channels = { 0: 1, 2: 3, 4: 2, 6: 4 }[colour]!
+    const pixels = zerosOf(height * (1 + Math.ceil((width * channels * depth) / 8)))
+    return new Uint8Array(Buffer.concat([pngSignature, ihdr(width, height, depth, colour), pngChunk("IDAT", pixels), pngChunk("IEND")]))
+  }
+  const over = /^too_large: .* decode to \d+ bytes, over the 256000000 bytes an image's pixels may be$/
+
+  it.effect("a 497 KB PNG saying 8000 × 8000 at 16 bits RGBA (512 MB of zeros) is refused too_large, never inflated", () =>
+    countingStreams((streams) =>
+      Effect.gen(function*() {
+        const bomb = zeroPng(8000, 8000, 16, 6)
+        expect(bomb.byteLength).toBeLessThan(600 * 1024)
+        expect(yield* verdict(bomb)).toMatch(over)
+        expect(yield* verdict(zeroPng(7000, 7000, 16, 2))).toMatch(over)
+        expect(Image.check({ data: bomb })).toMatchObject({ _tag: "ImageRefused", reason: "too_large" })
+        expect(streams()).toBe(0)
+      })
+    ))
+
+  it.effect("deep images within it pass (16-bit grey at the side cap, 16-bit RGBA), as do the 16-bit fixtures", () =>
+    Effect.gen(function*() {
+      // 128 MB of pixels: within the bound (its cheap checks only; its inflate is the 8-bit RGBA one's, measured in docs/security.md).
+      expect(Image.check({ data: zeroPng(8000, 8000, 16, 0) })).toBe("image/png")
+      expect(yield* verdict(zeroPng(2000, 2000, 16, 6))).toBe("image/png")
+      expect(yield* verdict(read("valid/rgb16.png"))).toBe("image/png")
+      expect(yield* verdict(read("valid/gray16-adam7.png"))).toBe("image/png")
+    }))
+
+  it("a JPEG of 12-bit samples over it is refused by its frame header, before its structure is walked", () => {
+    // SOI, then SOF1 (extended, 12-bit precision): 8000 × 8000, three components.
+    const sof = [0xff, 0xc1, 0x00, 17, 12, 0x1f, 0x40, 0x1f, 0x40, 3, 1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0]
+    const refused = Image.check({ data: new Uint8Array([0xff, 0xd8, ...sof, 0xff, 0xd9]) })
+    expect(refused).toMatchObject({ _tag: "ImageRefused", reason: "too_large" })
+    expect((refused as Image.ImageRefused).detail).toMatch(/^8000×8000 pixels at 48 bits a pixel decode to 384000000 bytes/)
+  })
+
+  it.effect("a GIF whose frame is larger than the side cap inside a small screen is refused too_large (its codes are whole)", () =>
+    Effect.gen(function*() {
+      // Codes of a two-colour frame: a root, then each next entry (one pixel longer) to the table's
+      // 4096, then its last entry (4091 pixels) again until the frame's 81 million pixels are made.
+      const growing = Array.from({ length: 4096 - 6 }, (_, i) => 6 + i)
+      const made = 1 + growing.reduce((n, code) => n + code - 4, 0)
+      const repeats = Math.ceil((9000 * 9000 - made) / 4091)
+      const data = lzwBytes(2, [4, 0, ...growing, ...Array.from({ length: repeats }, () => 4095)])
+      const frame = (side: number) => gif(side, side, data, 2, { width: 10, height: 10 })
+      expect(data.byteLength).toBeLessThan(64 * 1024)
+      expect(yield* verdict(frame(9000))).toMatch(/^too_large: the GIF's frame at byte 19 is 9000×9000 pixels, over the 8000 pixels a side an image may be$/)
+    }))
+})
+
 describe("the pixel stream is inflated once per image", () => {
   // The CLI's --image and the server's body verify an image, then the engine verifies the same array
   // as it stores it: the inflate ran twice (seconds for an 8000 × 8000 PNG).

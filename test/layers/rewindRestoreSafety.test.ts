@@ -122,3 +122,36 @@ describe("PreImages: a restore's memory", () => {
       expect(Math.max(...held)).toBeLessThan(5 * size)
     }).pipe(Effect.scoped, Effect.provide(MemoryBlobStore.layer)), 120_000)
 })
+
+describe("PreImages: a restore's reads are bounded", () => {
+  // review61b: a forced rewind over a 2.2 GiB file hashed it, then read it whole to keep it (Node
+  // refuses a file over 2 GiB: the read failed quietly), and replaced it with no pre-image kept. A
+  // file past the cap a file tool's pre-image has (`maxBytes`) is now refused before anything changes.
+  it.scoped("a file to replace past the cap is refused too_large, forced or not, and nothing is changed", () =>
+    Effect.gen(function*() {
+      const { cwd } = yield* dirs
+      NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), "current a\n")
+      // Sparse: 2 MiB by its size, no bytes written.
+      NodeFs.writeFileSync(NodePath.join(cwd, "z.log"), "")
+      NodeFs.truncateSync(NodePath.join(cwd, "z.log"), 2 * 1024 * 1024)
+      const blobs = yield* BlobStore
+      const a = yield* blobs.put(text("old a\n"))
+      const z = yield* blobs.put(text("old z\n"))
+      const checkpoints = yield* WorkspaceCheckpoints
+      const files = [
+        { path: "a.txt", target: { blob: a, mode: 0o644 }, expected: Sha256.of(text("current a\n")) },
+        { path: "z.log", target: { blob: z, mode: 0o644 }, expected: Sha256.of(text("z\n")) }
+      ]
+      for (const force of [false, true]) {
+        const refused = yield* Effect.flip(checkpoints.restore({ cwd, files, force }))
+        expect(refused).toMatchObject({ _tag: "RewindRefused", reason: "too_large", files: ["z.log"] })
+        expect(refused.message).toMatch(/over the 1048576 bytes a rewind keeps of a file it replaces; .*nothing was changed/)
+      }
+      expect(NodeFs.readFileSync(NodePath.join(cwd, "a.txt"), "utf8")).toBe("current a\n")
+      expect(NodeFs.statSync(NodePath.join(cwd, "z.log")).size).toBe(2 * 1024 * 1024)
+      // Within the cap, the same rewind goes through and keeps what it replaced.
+      NodeFs.truncateSync(NodePath.join(cwd, "z.log"), 0)
+      const done = yield* checkpoints.restore({ cwd, files, force: true })
+      expect(done.changes.map((change) => [change.path, change.before !== undefined])).toEqual([["a.txt", true], ["z.log", true]])
+    }).pipe(Effect.provide(PreImages.layer({ maxBytes: 1024 * 1024 }).pipe(Layer.provideMerge(MemoryBlobStore.layer)))))
+})

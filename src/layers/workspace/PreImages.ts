@@ -165,7 +165,8 @@ const scan = async (root: string, caps: Required<Options>, keep: boolean): Promi
           if (keep) {
             if (held + info.size > caps.maxBytes) result.incomplete ??= `more than ${caps.maxBytes} bytes in the working directory`
             else {
-              bytes = await readRegular(file)
+              // Bounded by what is left of the cap: a file that grew since its stat has no pre-image (a change to it is then incomplete).
+              bytes = await readRegular(file, caps.maxBytes - held)
               held += bytes?.byteLength ?? 0
             }
           }
@@ -191,6 +192,21 @@ export const make = (options: Options = {}) =>
     const caps = { maxFiles: options.maxFiles ?? defaults.maxFiles, maxBytes: options.maxBytes ?? defaults.maxBytes }
     const put = (bytes: Uint8Array) => blobs.put(bytes).pipe(Effect.mapError(asStoreFailure))
 
+    /**
+     * A current file a rewind replaces, read within the cap (one that grew past it since its stat,
+     * or cannot be read, is a typed refusal: never replaced without its content kept).
+     */
+    const readCurrent = (full: string, path: string, done: string) =>
+      Effect.tryPromise({
+        try: () => RegularFiles.readRegular(full, caps.maxBytes).then((bytes) => new Uint8Array(bytes)),
+        catch: (error) => {
+          const code = (error as { readonly code?: unknown }).code
+          return code === "EFBIG"
+            ? new RewindRefused({ reason: "too_large", detail: `a file grew past the ${caps.maxBytes} bytes a rewind keeps of a file it replaces; ${done}`, files: [path] })
+            : new RewindRefused({ reason: "io_error", detail: `a file could not be read to keep it (${typeof code === "string" ? code : "unreadable"}); ${done}`, files: [path] })
+        }
+      })
+
     /** A pre-image in the blob area; a failure to put it makes the change unknown, not the call failed. */
     const imageOf = (seen: Seen): Effect.Effect<FileImage | undefined> =>
       seen.bytes === undefined
@@ -210,15 +226,18 @@ export const make = (options: Options = {}) =>
           const was = before.files.get(path)
           const now = after.files.get(path)
           if (was !== undefined && now !== undefined && sameStat(was, now)) continue
-          const afterHash = now === undefined ? undefined : yield* Effect.promise(() => hashRegular(NodePath.join(root, path)))
+          const hashNow = () => now === undefined ? Effect.succeed(undefined) : Effect.promise(() => hashRegular(NodePath.join(root, path)))
           if (was === undefined) {
+            const afterHash = yield* hashNow()
             if (afterHash !== undefined) changes.push({ path, after: afterHash })
             continue
           }
+          // A file changed past the byte cap has no pre-image: not hashed (a command's 10 GB output was read whole to no end).
           if (was.bytes === undefined) {
             incomplete ??= `${path} changed past the snapshot's byte cap`
             continue
           }
+          const afterHash = yield* hashNow()
           if (afterHash === Sha256.of(was.bytes) && now?.mode === was.mode) continue
           const image = yield* imageOf(was)
           if (image === undefined) {
@@ -312,7 +331,7 @@ export const make = (options: Options = {}) =>
             const info = await NodeFs.lstat(target.resolved).catch(() => undefined)
             const files = new Map<string, Seen>()
             if (info?.isFile() === true) {
-              const bytes = keep && info.size <= caps.maxBytes ? await readRegular(target.resolved) : undefined
+              const bytes = keep && info.size <= caps.maxBytes ? await readRegular(target.resolved, caps.maxBytes) : undefined
               files.set(path, seenOf(info, bytes))
             }
             return { files, incomplete: undefined }
@@ -346,6 +365,7 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         const root = yield* Paths.realCwd(input.cwd)
         const unsafe: Array<string> = []
+        const large: Array<string> = []
         const changedOutside: Array<string> = []
         const checked: Array<{ readonly restore: Restore; readonly full: string; readonly current: Current }> = []
         // What the file tools protect, read as they read it: the protected folders by name, and what
@@ -370,9 +390,13 @@ export const make = (options: Options = {}) =>
         }
         for (const restore of input.files) {
           const full = safePath(root, restore.path)
-          const current = full === undefined ? undefined : yield* Effect.promise(() => currentOf(root, full))
+          const current = full === undefined ? undefined : yield* Effect.promise(() => currentOf(root, full, caps.maxBytes))
           if (full === undefined || current === undefined || current.kind === "unsafe") {
             unsafe.push(restore.path)
+            continue
+          }
+          if (current.kind === "large") {
+            large.push(restore.path)
             continue
           }
           const now = current.kind === "file" ? current.hash : current.kind === "absent" ? undefined : current.kind
@@ -383,6 +407,16 @@ export const make = (options: Options = {}) =>
         }
         if (unsafe.length > 0) {
           return yield* new RewindRefused({ reason: "unsafe_path", detail: "these paths lead outside the working directory or through a link or folder; nothing was changed", files: unsafe })
+        }
+        // What a rewind replaces it keeps (so that the rewind can be undone), read whole: a file past
+        // the cap a file tool's pre-image has is neither hashed nor read (a 2.2 GiB file was read into
+        // memory, failed, and was replaced with no pre-image kept). Forcing does not help: nothing could keep it.
+        if (large.length > 0) {
+          return yield* new RewindRefused({
+            reason: "too_large",
+            detail: `these files are over the ${caps.maxBytes} bytes a rewind keeps of a file it replaces; move or remove them, then rewind again; nothing was changed`,
+            files: large
+          })
         }
         if (changedOutside.length > 0 && !input.force) {
           return yield* new RewindRefused({
@@ -404,7 +438,7 @@ export const make = (options: Options = {}) =>
         const hooked: Array<string> = []
         for (const { current, full, restore } of checked) {
           if (!PackageHooks.isPackageJson(restore.path)) continue
-          const now = current.kind === "file" ? yield* Effect.promise(() => readRegular(full)) : undefined
+          const now = current.kind === "file" ? yield* readCurrent(full, restore.path, "nothing was changed") : undefined
           const then = restore.target === undefined ? undefined : yield* blobs.get(restore.target.blob).pipe(
             Effect.mapError((e) => e._tag === "BlobNotFound" ? notKept(restore.target!.blob, e) : asStoreFailure(e))
           )
@@ -426,7 +460,9 @@ export const make = (options: Options = {}) =>
           const same = target === undefined ? current.kind === "absent" : current.kind === "file" && current.hash === target.blob && current.mode === mode
           if (same) continue
           // What is overwritten, read now (one file at a time) and kept so that the rewind can be rewound.
-          const overwritten = current.kind === "file" ? yield* Effect.promise(() => readRegular(full)) : undefined
+          const overwritten = current.kind === "file"
+            ? yield* readCurrent(full, restore.path, `${changes.length === 1 ? "the file before it was" : `the ${changes.length} files before it were`} restored, the others not`)
+            : undefined
           const before = overwritten === undefined || current.kind !== "file" ? undefined : { blob: yield* put(overwritten), mode: current.mode }
           const content = target === undefined ? undefined : yield* blobs.get(target.blob).pipe(
             Effect.mapError((e) => e._tag === "BlobNotFound" ? notKept(target.blob, e) : asStoreFailure(e))
@@ -572,11 +608,14 @@ const creditedToCommand = (capture: Capture, watch: CommandWatch, shared: Readon
   return { changes: capture.changes.filter((change) => !watch.byFileTools.has(change.path)), incomplete: capture.incomplete ?? why }
 }
 
-/** What is at a path now; `linked`: a regular file with other names (hard links), which may be outside cwd. */
+/**
+ * What is at a path now; `linked`: a regular file with other names (hard links), which may be
+ * outside cwd; `large`: a regular file over the cap (not hashed).
+ */
 type Current =
   | { readonly kind: "absent" }
   | { readonly kind: "file"; readonly hash: string; readonly mode: number }
-  | { readonly kind: "link" | "linked" | "special" | "directory" | "unsafe" }
+  | { readonly kind: "link" | "linked" | "special" | "directory" | "unsafe" | "large" }
 
 /** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
 const safePath = (root: string, path: string): string | undefined => {
@@ -586,8 +625,8 @@ const safePath = (root: string, path: string): string | undefined => {
   return NodePath.join(root, ...parts)
 }
 
-/** What is at `full` now; `unsafe` when a folder on the way from `root` is a link or not a folder. */
-const currentOf = async (root: string, full: string): Promise<Current> => {
+/** What is at `full` now; `unsafe` when a folder on the way from `root` is a link or not a folder; `large` past `maxBytes`. */
+const currentOf = async (root: string, full: string, maxBytes: number): Promise<Current> => {
   const parts = NodePath.relative(root, full).split(NodePath.sep)
   let at = root
   for (const part of parts.slice(0, -1)) {
@@ -604,6 +643,7 @@ const currentOf = async (root: string, full: string): Promise<Current> => {
   // Changed outside the agent (the agent's file tools never write through a second name): a forced
   // rewind removes this name and writes a new file, the other names keep their content.
   if (info.nlink > 1) return { kind: "linked" }
+  if (info.size > maxBytes) return { kind: "large" }
   const hash = await hashRegular(full)
   if (hash === undefined) return { kind: "special" }
   return { kind: "file", hash, mode: info.mode & 0o7777 }
