@@ -613,16 +613,15 @@ export const exclusive = <A, E>(engine: Engine, session: LiveSession.LiveSession
  * themselves when they let it go.
  */
 export const wake = (engine: Engine, session: LiveSession.LiveSession): Effect.Effect<void> =>
+  // The mask's body runs when the effect does: the lock is looked at then.
   Effect.uninterruptibleMask((restore) =>
-    Effect.suspend(() =>
-      session.driver.lock.tryTake()
-        ? held(session, restore(Effect.suspend(() => {
-          const { state } = session.live
-          const runnable = state.followUps.length > 0 && (state.openTurn === undefined || !SessionState.isPaused(state))
-          return session.driver.run === undefined && runnable ? startRun(engine, session) : Effect.void
-        })))
-        : Effect.void
-    )
+    session.driver.lock.tryTake()
+      ? held(session, restore(Effect.suspend(() => {
+        const { state } = session.live
+        const runnable = state.followUps.length > 0 && (state.openTurn === undefined || !SessionState.isPaused(state))
+        return session.driver.run === undefined && runnable ? startRun(engine, session) : Effect.void
+      })))
+      : Effect.void
   )
 
 /**
