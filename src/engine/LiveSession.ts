@@ -12,6 +12,7 @@ import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from 
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type * as Transcript from "../domain/Transcript.js"
+import { DriverLock } from "./DriverLock.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import * as OwnedSpan from "./OwnedSpan.js"
 import type { Services } from "./Services.js"
@@ -110,7 +111,7 @@ export class WriteLock {
  */
 class HeldSession implements LiveSession {
   readonly sessionId: string
-  readonly driver: Slot = { run: undefined, danglingReason: "interrupted", lock: Effect.unsafeMakeSemaphore(1), holders: 0, queuing: new Map() }
+  readonly driver: Slot = { run: undefined, danglingReason: "interrupted", lock: new DriverLock(), holders: 0, queuing: undefined }
   readonly writes = new WriteLock()
   /** The view `live` gave out last, kept while the state is the one it was made of. */
   private view: View | undefined = undefined

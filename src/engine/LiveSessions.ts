@@ -118,7 +118,7 @@ export interface LiveSessions {
 
 /**
  * The cache. `hydrate` loads a session from the store. The idle sweep runs in `scope` (the
- * engine's), and the writer locks are held in child scopes of it.
+ * engine's), and the writer locks are held in child scopes of one scope forked from it when the cache is made.
  */
 export const make = (
   store: EventStore.Service,
@@ -140,6 +140,9 @@ export const make = (
       closed = true
       writers.clear()
     }))
+    // The writer locks' scopes are forked from this one, made now: whatever the engine adds to its scope
+    // later (the runs' owner, `StartedNow`) is closed before any lock is let go.
+    const locks = yield* Scope.fork(scope, ExecutionStrategy.sequential)
 
     const touch = (sessionId: string) => {
       const entry = entries.get(sessionId)
@@ -276,7 +279,7 @@ export const make = (
         const taking = Deferred.unsafeMake<void, EventStoreFailure | SessionBusy>(FiberId.none)
         const writer: Writer = { taking, scope: undefined, held: false, releasing: undefined }
         writers.set(sessionId, writer)
-        return Scope.fork(scope, ExecutionStrategy.sequential).pipe(
+        return Scope.fork(locks, ExecutionStrategy.sequential).pipe(
           Effect.flatMap((lockScope) => {
             writer.scope = lockScope
             return Scope.extend(store.acquireWriter(sessionId), lockScope)

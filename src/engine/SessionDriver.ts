@@ -41,6 +41,7 @@ import {
 } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
+import type { DriverLock } from "./DriverLock.js"
 import * as EventDraft from "./EventDraft.js"
 import * as LiveSession from "./LiveSession.js"
 import type { LiveSessions } from "./LiveSessions.js"
@@ -57,6 +58,8 @@ export interface Engine {
   readonly sessions: LiveSessions
   /** Runs are fibers of this scope (the engine's): closing it stops them, as a shutdown does. */
   readonly scope: Scope.Scope
+  /** Owns the runs a caller's turn starts at once (`StartedNow`), in `scope`: closing it stops them before the sessions' writer locks are let go. */
+  readonly runs: StartedNow.Owner
 }
 
 /** A run: the session's driver at work. */
@@ -74,14 +77,14 @@ export interface Slot {
   /** Why a turn open in the log with no run was left open: its errorCode once it is closed. */
   danglingReason: string
   /** Held to start a run and by each write made with no run, so that the two never overlap. */
-  readonly lock: Effect.Semaphore
+  readonly lock: DriverLock
   /** How many hold `lock` now: the session is busy while any does. */
   holders: number
   /**
    * The follow-ups with an idempotency key being stored now, by key: the same follow-up sent again
-   * meanwhile is queued once (once stored, the log answers it).
+   * meanwhile is queued once (once stored, the log answers it). Made at the first such follow-up.
    */
-  readonly queuing: Map<string, SessionState.AppliedMessage>
+  queuing: Map<string, SessionState.AppliedMessage> | undefined
 }
 
 /** Whether nothing drives the session nor writes to it here: it may be let go. */
@@ -99,7 +102,8 @@ const runLoop = (engine: Engine, session: LiveSession.LiveSession, run: Run): Ef
   Effect.gen(function*() {
     yield* betweenTurns
     // A turn asked to resume is not dangling, whatever its subagents did meanwhile: it goes on from them.
-    if (run.requested?.work._tag !== "Resume") yield* closeDangling(engine, session)
+    // Nothing open (every turn of a session that ended well): no step for it.
+    if (run.requested?.work._tag !== "Resume" && leftOpen(session)) yield* closeDangling(engine, session)
     let turn = yield* nextTurn(engine, session, run)
     while (turn !== undefined) {
       yield* betweenTurns
@@ -170,34 +174,32 @@ const letGo = (session: LiveSession.LiveSession, run: Run): undefined => {
  * - whoever waits for its end (a cancel) goes on.
  */
 const turnEnded = (engine: Engine, session: LiveSession.LiveSession, turn: Turn.Turn, ending: TurnDriver.Ending): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  // One step for a turn's usual end (closed, nothing dropped): no generator, no effect per part.
+  Effect.suspend(() => {
     engine.sessions.touch(session.sessionId)
     const dropped = turn.steers.splice(0).length
-    if (dropped > 0) {
-      yield* Effect.logWarning("steers that came as the turn closed were dropped").pipe(Effect.annotateLogs({ turnId: turn.turnId, dropped }))
-    }
     turn.approvals.clear()
     // What the turn accepted and never stored is gone with it: the same message sent again is new.
     turn.accepted.clear()
+    const warned = dropped > 0
+      ? Effect.logWarning("steers that came as the turn closed were dropped").pipe(Effect.annotateLogs({ turnId: turn.turnId, dropped }))
+      : Effect.void
     if (ending._tag === "Failed") {
       session.driver.danglingReason = "event_store_failure"
       const failure = Cause.failureOption(ending.cause)
-      if (Option.isSome(failure)) yield* forgetIfStale(engine, session.sessionId, failure.value)
+      const forgotten = Option.isSome(failure) ? forgetIfStale(engine, session.sessionId, failure.value) : Effect.void
+      return Effect.zipRight(warned, Effect.zipRight(forgotten, Effect.sync(() => ended(turn, Exit.failCause(ending.cause)))))
     }
-    const sink = turn.sink
-    if (sink !== undefined) {
-      switch (ending._tag) {
-        case "Failed":
-          yield* sink.failCause(ending.cause)
-          break
-        case "Closed":
-        case "Paused":
-        case "NotStarted":
-          yield* sink.end
-      }
-    }
-    yield* Deferred.done(turn.ended, Exit.void)
+    if (dropped > 0) return Effect.zipRight(warned, Effect.sync(() => ended(turn, Exit.void)))
+    ended(turn, Exit.void)
+    return Effect.void
   })
+
+/** The turn's stream ends as `exit` says, after what was handed over; then whoever waits for the turn's end goes on. */
+const ended = (turn: Turn.Turn, exit: Exit.Exit<void, EventStoreFailure>): void => {
+  turn.sink?.endWith(exit)
+  Deferred.unsafeDone(turn.ended, Exit.void)
+}
 
 /**
  * What happens when a run stops for good: it lets the session go, and the turns it did not end — a
@@ -235,7 +237,7 @@ const startRun = (engine: Engine, session: LiveSession.LiveSession, requested?: 
     session.driver.run = run
     const loop = Effect.zipRight(annotate("sessionId", session.sessionId), runLoop(engine, session, run))
     const program = Effect.uninterruptible(Effect.onExit(loop, (exit) => runEnded(engine, session, run, exit)))
-    return requested === undefined ? Effect.asVoid(Effect.forkIn(program, engine.scope)) : StartedNow.forkIn(program, engine.scope)
+    return requested === undefined ? Effect.asVoid(Effect.forkIn(program, engine.scope)) : engine.runs.forkIn(program)
   }))
 
 /**
@@ -265,6 +267,12 @@ export const closeDangling = (engine: Engine, session: LiveSession.LiveSession):
     session.driver.danglingReason = "interrupted"
   })
 
+/** Whether the log holds a turn or a compaction open (what {@link closeDangling} looks at). */
+const leftOpen = (session: LiveSession.LiveSession): boolean => {
+  const { state } = session.live
+  return state.openTurn !== undefined || state.compaction !== undefined
+}
+
 /** Whether the open turn waits — on the user, or on subagents that wait — rather than being left open by a crash. */
 const waits = (engine: Engine, state: SessionState.SessionState): Effect.Effect<boolean> =>
   SessionState.isPaused(state) ? Effect.succeed(true) : Subagents.treeWaits(engine.services, state)
@@ -273,27 +281,35 @@ const waits = (engine: Engine, state: SessionState.SessionState): Effect.Effect<
 // What callers ask of the driver
 
 /**
- * Runs `effect` holding the session's lock (waiting for it), counted as busy meanwhile: what
- * `lock.withPermits(1)(counted(session, effect))` does, with one region instead of three (once per
- * turn: about 20 Effect operations fewer).
+ * Runs `effect` holding the session's lock (waiting for it), counted as busy meanwhile, in one
+ * region. A free lock (the usual case: once per turn) is taken and let go without an effect of its
+ * own (`DriverLock`).
  */
 const holding = <A, E>(session: LiveSession.LiveSession, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(session.driver.lock.take(1)), () => {
-      session.driver.holders++
-      const letGo = Effect.suspend(() => {
-        session.driver.holders--
-        return session.driver.lock.release(1)
-      })
-      return Effect.matchCauseEffect(restore(effect), {
-        onFailure: (cause) => Effect.zipRight(letGo, Effect.failCause(cause)),
-        onSuccess: (value) => Effect.as(letGo, value)
-      })
-    })
-  )
+  Effect.uninterruptibleMask((restore) => {
+    const { lock } = session.driver
+    return lock.tryTake() ? held(session, restore(effect)) : Effect.flatMap(restore(lock.take()), () => held(session, restore(effect)))
+  })
 
-const counted = <A, E>(session: LiveSession.LiveSession, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.acquireUseRelease(Effect.sync(() => session.driver.holders++), () => effect, () => Effect.sync(() => session.driver.holders--))
+/** `effect` run by the lock's holder, counted as busy; the lock let go however it ends. In the holder's uninterruptible region. */
+const held = <A, E>(session: LiveSession.LiveSession, effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  const { driver } = session
+  driver.holders++
+  const letGo = () => {
+    driver.holders--
+    driver.lock.release()
+  }
+  return Effect.matchCauseEffect(effect, {
+    onFailure: (cause) => {
+      letGo()
+      return Effect.failCause(cause)
+    },
+    onSuccess: (value) => {
+      letGo()
+      return Effect.succeed(value)
+    }
+  })
+}
 
 /** The id a `TurnInProgress` names: the turn running or asked for, else the turn open in the log. */
 const busyTurnId = (session: LiveSession.LiveSession): string => {
@@ -439,7 +455,7 @@ const runningTurn = (session: LiveSession.LiveSession, turnId: string | undefine
 const applied = (session: LiveSession.LiveSession, key: string | undefined): SessionState.AppliedMessage | undefined => {
   if (key === undefined) return undefined
   const run = session.driver.run
-  return SessionState.findApplied(session.live.state, key) ?? session.driver.queuing.get(key) ?? run?.current?.accepted.get(key) ??
+  return SessionState.findApplied(session.live.state, key) ?? session.driver.queuing?.get(key) ?? run?.current?.accepted.get(key) ??
     run?.requested?.accepted.get(key)
 }
 
@@ -493,10 +509,10 @@ export const followUp = (
     const earlier = applied(session, key)
     if (earlier !== undefined && earlier._tag !== "FollowUpQueued") return yield* keyReused(session.sessionId)
     if (earlier === undefined) {
-      if (key !== undefined) session.driver.queuing.set(key, { _tag: "FollowUpQueued", key, queueId })
+      if (key !== undefined) (session.driver.queuing ??= new Map()).set(key, { _tag: "FollowUpQueued", key, queueId })
       yield* LiveSession.commit(engine.services, session, undefined, [EventDraft.followUpQueued(queueId, content, key)]).pipe(
         Effect.tapError((failure) => forgetIfStale(engine, session.sessionId, failure)),
-        Effect.ensuring(Effect.sync(() => key !== undefined && session.driver.queuing.delete(key)))
+        Effect.ensuring(Effect.sync(() => key !== undefined && session.driver.queuing?.delete(key)))
       )
     }
     yield* wake(engine, session)
@@ -597,11 +613,16 @@ export const exclusive = <A, E>(engine: Engine, session: LiveSession.LiveSession
  * themselves when they let it go.
  */
 export const wake = (engine: Engine, session: LiveSession.LiveSession): Effect.Effect<void> =>
-  Effect.asVoid(session.driver.lock.withPermitsIfAvailable(1)(counted(session, Effect.suspend(() => {
-    const { state } = session.live
-    const runnable = state.followUps.length > 0 && (state.openTurn === undefined || !SessionState.isPaused(state))
-    return session.driver.run === undefined && runnable ? startRun(engine, session) : Effect.void
-  }))))
+  // The mask's body runs when the effect does: the lock is looked at then.
+  Effect.uninterruptibleMask((restore) =>
+    session.driver.lock.tryTake()
+      ? held(session, restore(Effect.suspend(() => {
+        const { state } = session.live
+        const runnable = state.followUps.length > 0 && (state.openTurn === undefined || !SessionState.isPaused(state))
+        return session.driver.run === undefined && runnable ? startRun(engine, session) : Effect.void
+      })))
+      : Effect.void
+  )
 
 /**
  * Another writer moved the session on (a second process, on a shared store): what this engine holds

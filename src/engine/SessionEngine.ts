@@ -58,6 +58,7 @@ import * as Services from "./Services.js"
 import * as Subagents from "./Subagents.js"
 import * as OwnedSpan from "./OwnedSpan.js"
 import * as SessionDriver from "./SessionDriver.js"
+import * as StartedNow from "./StartedNow.js"
 import type * as Turn from "./Turn.js"
 import * as Watchers from "./Watchers.js"
 
@@ -425,7 +426,9 @@ export const make = (
     // The watches run on their callers' fibers: ended when the engine's scope closes, not left waiting.
     yield* Effect.addFinalizer(() => services.watchers.close)
     const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, (sessionId) => LogFold.load(store, sessionId))
-    const engine: SessionDriver.Engine = { services, sessions, scope }
+    // Added to the engine's scope after the sessions' writer locks (`LiveSessions`): a shutdown stops the runs first.
+    const runs = yield* StartedNow.owner(scope)
+    const engine: SessionDriver.Engine = { services, sessions, scope, runs }
 
     /** Commits session-level drafts (no turnId): stored, folded, handed to watchers. */
     const commitSessionLevel = (session: LiveSession.LiveSession, drafts: ReadonlyArray<AgentEvent.SessionEventDraft | AgentEvent.TurnEventDraft>) =>

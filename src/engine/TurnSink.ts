@@ -40,6 +40,11 @@ export class TurnSink {
   /** Ends the stream once what was handed over has been read. */
   readonly end: Effect.Effect<void> = Effect.sync(() => this.done(Exit.void))
 
+  /** Ends the stream (`Exit.void`) or fails it once what was handed over has been read, by a plain call: {@link end} and {@link failCause} in a step that is one already. */
+  endWith(exit: Exit.Exit<void, EventStoreFailure>): void {
+    this.done(exit)
+  }
+
   /** Fails the stream with `cause` once what was handed over has been read. */
   failCause(cause: Cause.Cause<EventStoreFailure>): Effect.Effect<void> {
     return Effect.sync(() => this.done(Exit.failCause(cause)))

@@ -1,7 +1,7 @@
 /**
  * A caller's turn starts in the caller's step (`SessionDriver`'s run, started by `StartedNow`): by the
  * time `runTurn`'s stream is first pulled, its run has stored what it could store without waiting.
- * And `StartedNow.forkIn` itself: a fiber started at once, owned by its scope as `Effect.forkIn`'s is.
+ * And `StartedNow.owner` itself: fibers started at once, owned by one finalizer of their scope as `Effect.forkIn` owns each.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Channel from "effect/Channel"
@@ -122,13 +122,14 @@ describe("a caller's turn starts in the caller's step", () => {
     ))))))
 })
 
-describe("StartedNow.forkIn", () => {
+describe("StartedNow.owner", () => {
   it.effect("runs the fiber in the caller's step, up to its first wait", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
+      const owner = yield* StartedNow.owner(scope)
       const steps: Array<string> = []
       const gate = yield* Deferred.make<void>()
-      yield* StartedNow.forkIn(Effect.zipRight(Effect.sync(() => steps.push("before the wait")), Effect.zipRight(Deferred.await(gate), Effect.sync(() => steps.push("after")))), scope)
+      yield* owner.forkIn(Effect.zipRight(Effect.sync(() => steps.push("before the wait")), Effect.zipRight(Deferred.await(gate), Effect.sync(() => steps.push("after")))))
       // No yield since: `Effect.forkIn` would have left `steps` empty here.
       expect(steps).toEqual(["before the wait"])
       yield* Deferred.succeed(gate, undefined)
@@ -140,8 +141,9 @@ describe("StartedNow.forkIn", () => {
   it.effect("closing the scope interrupts the fiber and waits for its end", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
+      const owner = yield* StartedNow.owner(scope)
       const ended = yield* Deferred.make<Exit.Exit<void>>()
-      yield* StartedNow.forkIn(Effect.onExit(Effect.never, (exit) => Deferred.succeed(ended, Exit.asVoid(exit))), scope)
+      yield* owner.forkIn(Effect.onExit(Effect.never, (exit) => Deferred.succeed(ended, Exit.asVoid(exit))))
       expect(yield* Deferred.isDone(ended)).toBe(false)
       yield* Scope.close(scope, Exit.void)
       // Done before `close` returned: the scope waited for the fiber's end.
@@ -149,29 +151,39 @@ describe("StartedNow.forkIn", () => {
       expect(Exit.isInterrupted(yield* Deferred.await(ended))).toBe(true)
     }))
 
-  it.effect("a fiber that has ended leaves its scope; closing the scope then leaves the others it owns be interrupted", () =>
+  it.effect("a fiber that has ended is let go; the scope holds one finalizer for all; closing it interrupts the others, the last started first", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const finalizers = () => (scope as unknown as { state: { finalizers: Map<unknown, unknown> } }).state.finalizers.size
-      for (let i = 0; i < 100; i++) yield* StartedNow.forkIn(Effect.void, scope)
-      // Every one ended in its start: none keeps a finalizer in the scope.
-      expect(finalizers()).toBe(0)
-      const waiting = yield* Deferred.make<void>()
-      const interrupted = yield* Deferred.make<void>()
-      yield* StartedNow.forkIn(Effect.onInterrupt(Effect.zipRight(Deferred.succeed(waiting, undefined), Effect.never), () => Deferred.succeed(interrupted, undefined)), scope)
+      const owner = yield* StartedNow.owner(scope)
+      for (let i = 0; i < 100; i++) yield* owner.forkIn(Effect.void)
+      // Every one ended in its start: none is kept.
+      expect(owner.size()).toBe(0)
+      expect(finalizers()).toBe(1)
+      const gate = yield* Deferred.make<void>()
+      yield* owner.forkIn(Deferred.await(gate))
+      expect(owner.size()).toBe(1)
+      // One that ends after a wait is let go too.
+      yield* Deferred.succeed(gate, undefined)
+      yield* Effect.repeat(Effect.yieldNow(), { until: () => owner.size() === 0 })
+      const interrupted: Array<number> = []
+      for (const n of [1, 2]) yield* owner.forkIn(Effect.onInterrupt(Effect.never, () => Effect.sync(() => interrupted.push(n))))
+      expect(owner.size()).toBe(2)
       expect(finalizers()).toBe(1)
       yield* Scope.close(scope, Exit.void)
-      expect(yield* Deferred.isDone(interrupted)).toBe(true)
+      expect(interrupted).toEqual([2, 1])
+      expect(owner.size()).toBe(0)
     }))
 
   it.effect("a scope already closed gets a fiber interrupted before it starts, as Effect.forkIn gives", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
+      const owner = yield* StartedNow.owner(scope)
       yield* Scope.close(scope, Exit.void)
       let ran = false
-      yield* StartedNow.forkIn(Effect.sync(() => {
+      yield* owner.forkIn(Effect.sync(() => {
         ran = true
-      }), scope)
+      }))
       yield* Effect.yieldNow()
       yield* Effect.yieldNow()
       expect(ran).toBe(false)
