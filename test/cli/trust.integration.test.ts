@@ -448,3 +448,25 @@ describe("a data dir inside the cwd is the agent's own log: no mode or rule lets
     expect(readFileSync(join(p.cwd, "src", "fine.txt"), "utf8")).toBe("fine\n")
   })
 })
+
+describe("project instructions follow the read rules (review 62a)", () => {
+  it("AGENTS.md linking to .env, which your settings deny to read_file: the secret is in no request, CLAUDE.md of a folder below still is", async () => {
+    const p = project("instructions-deny", undefined, [{ tool: "read_file", args: { path: ".env" } }])
+    git(p.cwd, "init", "-q", ".")
+    writeFileSync(join(p.cwd, ".env"), "SECRET_TOKEN=sk-live-PROBE-62\n")
+    symlinkSync(".env", join(p.cwd, "AGENTS.md"))
+    mkdirSync(join(p.cwd, "pkg"))
+    writeFileSync(join(p.cwd, "pkg", "CLAUDE.md"), "pkg rules\n")
+    mkdirSync(p.config, { recursive: true })
+    writeFileSync(join(p.config, "settings.json"), JSON.stringify({ rules: [{ name: "no-env", decision: "deny", tool: "read_file", path: "**/.env" }] }))
+    const requests = join(p.root, "requests.jsonl")
+    const running = start(["run", "go", "--script", p.script, "--data-dir", p.dataDir, "--record-requests", requests], { cwd: join(p.cwd, "pkg"), env: { EFFECT_AGENT_CONFIG_DIR: p.config } })
+    running.child.stdin!.end()
+    const done = await running.done
+    expect(done.code, done.stderr).toBe(0)
+    const sent = readFileSync(requests, "utf8")
+    expect(sent).not.toContain("sk-live-PROBE-62")
+    expect(sent).toContain("pkg rules")
+    expect(await logOf(p, done.stderr)).toContain("no-env")
+  })
+})
