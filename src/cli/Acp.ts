@@ -80,7 +80,7 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
     // Each session follows the settings of its own cwd, with the flags first, as `run` does; what a
     // project's file asked for and did not get is said on stderr (stdout is the protocol).
     const sessionPolicy = (cwd: string) =>
-      Settings.load(cwd, { mode: Option.getOrUndefined(mode), rules: flagRules }, { prefix: "effect-agent acp:" }).pipe(
+      Settings.load(cwd, { mode: Option.getOrUndefined(mode), rules: flagRules, dataDir: options.dataDir }, { prefix: "effect-agent acp:" }).pipe(
         Effect.map((loaded) => loaded.policy),
         Effect.provide(NodeServices.layer)
       )

@@ -27,7 +27,7 @@
 import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, type Stats, statSync } from "node:fs"
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
+import { dirname, isAbsolute, join, resolve } from "node:path"
 import { constants as performanceConstants, PerformanceObserver } from "node:perf_hooks"
 import * as vm from "node:vm"
 import { replaceFile } from "./ReplaceFile.js"
@@ -53,12 +53,24 @@ export const defaultFolder = (env: NodeJS.ProcessEnv = process.env): string => {
   return base === undefined || base === "" ? join(tmpdir(), `effect-agent-${process.getuid?.() ?? "user"}`, "code-cache") : join(base, "effect-agent", "code-cache")
 }
 
+/** `EFFECT_AGENT_CODE_CACHE_DIR` when set but not absolute: ignored (see {@link folder}). */
+const relativeChoice = (env: NodeJS.ProcessEnv): string | undefined => {
+  const own = env.EFFECT_AGENT_CODE_CACHE_DIR
+  return own === undefined || own === "" || isAbsolute(own) ? undefined : own
+}
+
 /**
- * The folder this process keeps its cache in (`EFFECT_AGENT_CODE_CACHE_DIR`, else the default). Its
- * writes always ask (cli/Settings.ts makes it a protected folder): a cache file is code every later
- * start runs.
+ * The folder this process keeps its cache in (`EFFECT_AGENT_CODE_CACHE_DIR` when absolute, else the
+ * default). Its writes always ask (cli/Settings.ts makes it a protected folder): a cache file is code
+ * every later start runs. A relative value is ignored ({@link start} says so once): resolved against
+ * the current directory it named a folder of whichever repository a command ran in, whose planted
+ * cache V8 would have run (it checks only the source's length, its version and its flags; review 62a),
+ * as a relative `EFFECT_AGENT_CONFIG_DIR` is ignored (review 59c).
  */
-export const folder = (env: NodeJS.ProcessEnv = process.env): string => env.EFFECT_AGENT_CODE_CACHE_DIR || defaultFolder(env)
+export const folder = (env: NodeJS.ProcessEnv = process.env): string => {
+  const own = env.EFFECT_AGENT_CODE_CACHE_DIR
+  return own !== undefined && isAbsolute(own) ? own : defaultFolder(env)
+}
 
 /**
  * The folder's real path, made if missing, when this user owns it, no one else can write it and this
@@ -213,6 +225,12 @@ export const makeCacheOnce = (make: () => void) => {
 export const start = (options: { readonly bundle: string; readonly env?: NodeJS.ProcessEnv; readonly argv?: ReadonlyArray<string> }): boolean => {
   const env = options.env ?? process.env
   if (env.EFFECT_AGENT_NO_CODE_CACHE === "1" || env.EFFECT_AGENT_DEBUG === "1") return false
+  const relative = relativeChoice(env)
+  if (relative !== undefined) {
+    process.stderr.write(
+      `effect-agent: EFFECT_AGENT_CODE_CACHE_DIR=${JSON.stringify(relative)} is not an absolute path, so it is ignored (a relative one would name a folder in each project you run in)\n`
+    )
+  }
   const enableCompileCache = (NodeModule as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache
   if (typeof enableCompileCache === "function") {
     const nodeFolder = usableFolder(join(folder(env), "node"))

@@ -45,11 +45,12 @@ export { SessionEngine }
 const configurePolicy = (
   policy: Policy.Configurable,
   cwd: string,
-  flags: PolicyFlags
+  flags: PolicyFlags,
+  dataDir: string
 ) =>
   Effect.gen(function*() {
     const rules = yield* Settings.parseFlags(flags)
-    const loaded = yield* Settings.load(cwd, { mode: Option.getOrUndefined(flags.mode), rules })
+    const loaded = yield* Settings.load(cwd, { mode: Option.getOrUndefined(flags.mode), rules, dataDir })
     yield* policy.configure(loaded.policy, loaded.env)
     return loaded.userEnv
   })
@@ -173,7 +174,7 @@ export const withDrivingEngine = <A, E, R>(
       const engine = yield* SessionEngine.SessionEngine
       // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
-      const userEnv = yield* configurePolicy(policy, cwd, flags)
+      const userEnv = yield* configurePolicy(policy, cwd, flags, options.dataDir)
       // The session's MCP servers start once its cwd (and so its .mcp.json) is known — unless a
       // cassette recorded them: then its recording answers, and no server starts.
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)

@@ -306,7 +306,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerListen, runnerListenWildcard, runnerPort, runnerTlsCa, runnerTlsCert, runnerTlsKey, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options })
       : undefined
     const cwd = process.cwd()
-    const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
+    const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }), dataDir: options.dataDir }
     // Stamped before it is read: an edit meanwhile loads it again at the first decision.
     const configDir = yield* TrustStore.configDir
     const stamp = yield* settingsStamp(configDir, cwd)

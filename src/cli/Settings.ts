@@ -56,14 +56,18 @@ export const parseFlags = (
  * A session's settings for the working directory `cwd`: the flags first, then the user's own file,
  * then the project's file as far as it is trusted. The library's notes (what the project's file set,
  * or what of it was ignored and how to trust it) go to stderr, one line each, unless `quiet`.
+ *
+ * Protected whatever the mode or a rule says (a write there asks; the library adds each folder's real
+ * path too): the compile cache's folder, code every later start runs, and `dataDir`, the store the
+ * command uses (its session logs or its SQLite file), whose answers the next run believes: a model
+ * that could edit them could record an "always" the user never gave (review 62a).
  */
 export const load = (
   cwd: string,
-  flags: { readonly mode: PermissionPolicy.Mode | undefined; readonly rules: ReadonlyArray<PermissionPolicy.Rule> },
+  flags: { readonly mode: PermissionPolicy.Mode | undefined; readonly rules: ReadonlyArray<PermissionPolicy.Rule>; readonly dataDir?: string | undefined },
   options: { readonly prefix?: string } = {}
 ) =>
-  // The compile cache's folder is code every later start runs: no mode or rule lets the model write it.
-  ProjectSettings.load({ cwd, mode: flags.mode, rules: flags.rules, protectedPaths: [CodeCache.folder()] }).pipe(
+  ProjectSettings.load({ cwd, mode: flags.mode, rules: flags.rules, protectedPaths: [CodeCache.folder(), ...(flags.dataDir === undefined ? [] : [flags.dataDir])] }).pipe(
     Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
     Effect.tap((loaded) => Effect.forEach(loaded.notes, (note) => Console.error(`${options.prefix ?? "effect-agent:"} ${note}`), { discard: true }))
   )

@@ -40,7 +40,7 @@ import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
-import { responseLimits, type Services, toolSpecs } from "./Services.js"
+import { readFence, responseLimits, type Services, toolSpecs } from "./Services.js"
 import type { Commit } from "./Turn.js"
 
 /** What a compaction stored: the payload of its `session.compacted`. */
@@ -75,7 +75,14 @@ export const trigger = (services: Services, tokens: number): AgentEvent.Compacti
 /** The estimated tokens of a request built from `transcript` (the system prompt and tools included). */
 const tokensOf = (services: Services, session: LiveSession.LiveSession, transcript: Transcript.Transcript): Effect.Effect<number> =>
   Effect.map(
-    services.context.build({ sessionId: session.sessionId, cwd: session.live.state.cwd, transcript, tools: toolSpecs(services), sendsTo: services.provider.capabilities }),
+    services.context.build({
+      sessionId: session.sessionId,
+      cwd: session.live.state.cwd,
+      transcript,
+      tools: toolSpecs(services),
+      sendsTo: services.provider.capabilities,
+      leaveOut: readFence(services, session.live.state)
+    }),
     (built) => built.tokens.total
   )
 

@@ -17,7 +17,8 @@ import type { EventStore } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
 import type { ModelProvider, ToolSpec } from "../services/ModelProvider.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
-import type { ToolDefinition, ToolRouter } from "../services/ToolRouter.js"
+import type { PathFence, ToolDefinition, ToolRouter } from "../services/ToolRouter.js"
+import type { RememberedPermission } from "../domain/SessionState.js"
 import type * as Task from "../domain/Task.js"
 import * as Retry from "./Retry.js"
 import type * as Subagents from "./Subagents.js"
@@ -160,6 +161,32 @@ const holds = (made: Specs, definitions: ReadonlyArray<ToolDefinition>): boolean
  * new specs at the next request: the list's elements are compared by identity, a few pointers a step.
  * A definition object itself is not read again: change a tool by replacing its definition.
  */
+/**
+ * What the session's read rules fence, for what a context builder reads on its own (project
+ * instructions, `ContextInput.leaveOut`): the permission engine's fence of a `read_file` walk of the
+ * whole cwd, so a deny or ask rule for `read_file` leaves the files it names out of the prompt as
+ * it would answer a read of them. Undefined when the engine has no fence or no rule fences anything.
+ */
+export const readFence = (
+  services: Services,
+  state: { readonly sessionId: string; readonly cwd: string; readonly remembered: ReadonlyArray<RememberedPermission> }
+): PathFence | undefined =>
+  services.permissions.fence?.({
+    sessionId: state.sessionId,
+    cwd: state.cwd,
+    remembered: state.remembered,
+    call: {
+      toolCallId: "context:instructions",
+      tool: "read_file",
+      args: { path: "." },
+      input: { path: "." },
+      risk: "read",
+      sequential: false,
+      scope: "read_file",
+      paths: [{ requested: ".", resolved: state.cwd, insideCwd: true, relative: ".", access: "read", walked: true, leavesOut: true }]
+    }
+  })
+
 export const toolSpecs = (services: Services): ReadonlyArray<ToolSpec> => {
   const definitions = services.tools?.definitions
   if (definitions === undefined) return noTools

@@ -20,7 +20,7 @@ import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
 import { addUsage, type Tally } from "./ModelResponse.js"
 import type * as PromptCache from "./PromptCache.js"
-import { toolSpecs } from "./Services.js"
+import { readFence, toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
 
 interface Prepared {
@@ -79,7 +79,8 @@ const buildRequest = (turn: Turn): Effect.Effect<Built> =>
       tools: toolSpecs(services),
       // The live transcript keeps its messages rendered: only what changed since the last request is rendered again.
       rendered: () => turn.session.transcript.renderingOf(transcript),
-      sendsTo: services.provider.capabilities
+      sendsTo: services.provider.capabilities,
+      leaveOut: readFence(services, state)
     })
     const transform = services.hooks.transformContext
     const request = transform === undefined

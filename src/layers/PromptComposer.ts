@@ -68,7 +68,7 @@ export const make = (options: Options = {}): Effect.Effect<ContextBuilder.Servic
       Effect.suspend(() => {
         const kept = read.get(input.sessionId)
         if (input.turnId !== undefined && kept?.turnId === input.turnId) return Effect.succeed(kept.parts)
-        return ProjectInstructions.load(input.cwd, instructions).pipe(Effect.tap((parts) =>
+        return ProjectInstructions.load(input.cwd, { ...instructions, leaveOut: input.leaveOut }).pipe(Effect.tap((parts) =>
           Effect.sync(() => {
             if (input.turnId === undefined) return
             read.delete(input.sessionId)

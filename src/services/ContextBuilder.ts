@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Tokens from "../domain/Tokens.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { ModelRequest, ToolSpec } from "./ModelProvider.js"
+import type { PathFence } from "./ToolRouter.js"
 
 /** Where a part of the system prompt comes from. */
 export type PromptSource = "base" | "workspace" | "tools" | "session" | "user" | "project" | "user-file"
@@ -64,6 +65,11 @@ export interface ContextInput {
    * the provider leaves out, is not counted in the estimate. Absent, all of it is.
    */
   readonly sendsTo?: Recipient | undefined
+  /**
+   * What the session's read rules fence (a deny or ask rule for `read_file`): a file the builder
+   * reads on its own (project instructions) and this fences is left out. Absent, nothing is.
+   */
+  readonly leaveOut?: PathFence | undefined
 }
 
 /** Estimated tokens of a request, by where they come from. */

@@ -5,7 +5,7 @@
  * nothing; processes started at once share the folder (one whole cache, no temporary file left);
  * `EFFECT_AGENT_DEBUG=1` stacks still name the sources. Every run's answer is the same.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -194,5 +194,20 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
     const plain = await run(["replay", "no-such-session", "--data-dir", dataDir], { env })
     expect(plain.code).toBe(1)
     expect(plain.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^effect-agent: .*no-such-session/)])
+  })
+})
+
+describe("a relative EFFECT_AGENT_CODE_CACHE_DIR (review 62a)", () => {
+  it("is ignored with one warning: resolved against the current directory, a cloned repository's folder would be the code the CLI runs", async () => {
+    const want = await expected()
+    const repo = join(dir, "repo-relative")
+    mkdirSync(repo)
+    const result = await run(["sessions", "--data-dir", dataDir], { cwd: repo, env: { EFFECT_AGENT_CODE_CACHE_DIR: "rel-cache", XDG_CACHE_HOME: join(dir, "xdg") } })
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stdout).toBe(want)
+    expect(result.stderr).toBe(
+      `effect-agent: EFFECT_AGENT_CODE_CACHE_DIR="rel-cache" is not an absolute path, so it is ignored (a relative one would name a folder in each project you run in)\n`
+    )
+    expect(existsSync(join(repo, "rel-cache"))).toBe(false)
   })
 })

@@ -414,3 +414,59 @@ describe("the CLI's compile cache is code: no mode or rule lets the model write 
     expect(readFileSync(join(p.cwd, "src", "fine.txt"), "utf8")).toBe("fine\n")
   })
 })
+
+describe("a data dir inside the cwd is the agent's own log: no mode or rule lets the model write it (review 62a)", () => {
+  it("acceptEdits with a {write_file: **} rule asks before writing into --data-dir store, named directly or through a link", async () => {
+    const p = project("data-dir-inside", undefined, [
+      { tool: "write_file", args: { path: "store/sessions/planted.jsonl", content: "{}\n" } },
+      { tool: "write_file", args: { path: "alias/planted.txt", content: "x\n" } },
+      { tool: "write_file", args: { path: "src/fine.txt", content: "fine\n" } }
+    ])
+    mkdirSync(join(p.cwd, "store"), { recursive: true })
+    symlinkSync("store", join(p.cwd, "alias"))
+    const done = await cli(p, ["run", "go", "--script", p.script, "--data-dir", "store", "--mode", "acceptEdits", "--allow", "write_file:**"])
+    expect(done.code, done.stderr).toBe(0)
+    expect(existsSync(join(p.cwd, "store", "sessions", "planted.jsonl"))).toBe(false)
+    expect(existsSync(join(p.cwd, "store", "planted.txt"))).toBe(false)
+    const sessionId = /session (sess_\S+)/.exec(done.stderr)![1]!
+    const log = (await run(["replay", sessionId, "--json", "--data-dir", join(p.cwd, "store")])).stdout
+    expect(log.match(/protected-path/g)?.length).toBe(2)
+    expect(readFileSync(join(p.cwd, "src", "fine.txt"), "utf8")).toBe("fine\n")
+  })
+
+  it("a data dir given through a link is protected by its real path too, with the sqlite store", async () => {
+    const p = project("data-dir-link", undefined, [
+      { tool: "write_file", args: { path: "real/planted.txt", content: "x" } },
+      { tool: "write_file", args: { path: "src/fine.txt", content: "fine\n" } }
+    ])
+    mkdirSync(join(p.cwd, "real"), { recursive: true })
+    symlinkSync("real", join(p.cwd, "via"))
+    const done = await cli(p, ["run", "go", "--script", p.script, "--data-dir", "via", "--store", "sqlite", "--mode", "acceptEdits", "--allow", "write_file:**"])
+    expect(done.code, done.stderr).toBe(0)
+    expect(existsSync(join(p.cwd, "real", "planted.txt"))).toBe(false)
+    expect(readFileSync(join(p.cwd, "real", "effect-agent.sqlite")).subarray(0, 6).toString()).toBe("SQLite")
+    expect(readFileSync(join(p.cwd, "src", "fine.txt"), "utf8")).toBe("fine\n")
+  })
+})
+
+describe("project instructions follow the read rules (review 62a)", () => {
+  it("AGENTS.md linking to .env, which your settings deny to read_file: the secret is in no request, CLAUDE.md of a folder below still is", async () => {
+    const p = project("instructions-deny", undefined, [{ tool: "read_file", args: { path: ".env" } }])
+    git(p.cwd, "init", "-q", ".")
+    writeFileSync(join(p.cwd, ".env"), "SECRET_TOKEN=sk-live-PROBE-62\n")
+    symlinkSync(".env", join(p.cwd, "AGENTS.md"))
+    mkdirSync(join(p.cwd, "pkg"))
+    writeFileSync(join(p.cwd, "pkg", "CLAUDE.md"), "pkg rules\n")
+    mkdirSync(p.config, { recursive: true })
+    writeFileSync(join(p.config, "settings.json"), JSON.stringify({ rules: [{ name: "no-env", decision: "deny", tool: "read_file", path: "**/.env" }] }))
+    const requests = join(p.root, "requests.jsonl")
+    const running = start(["run", "go", "--script", p.script, "--data-dir", p.dataDir, "--record-requests", requests], { cwd: join(p.cwd, "pkg"), env: { EFFECT_AGENT_CONFIG_DIR: p.config } })
+    running.child.stdin!.end()
+    const done = await running.done
+    expect(done.code, done.stderr).toBe(0)
+    const sent = readFileSync(requests, "utf8")
+    expect(sent).not.toContain("sk-live-PROBE-62")
+    expect(sent).toContain("pkg rules")
+    expect(await logOf(p, done.stderr)).toContain("no-env")
+  })
+})

@@ -73,6 +73,36 @@ describe("project instructions", () => {
       expect(parts[0]!.content).toContain("project rules")
     }))
 
+  it.effect("a home reached through a link stops the search too: its real path is where it stops (review 62a)", () =>
+    Effect.gen(function*() {
+      const root = tree({ ".git": null, "AGENTS.md": "above home", "real-home/project/AGENTS.md": "project rules" })
+      symlinkSync(join(root, "real-home"), join(root, "home"))
+      // cwd is a real path (every adapter stores it so); home is given as the link, as `homedir()` may be.
+      const parts = yield* load(join(root, "real-home/project"), { home: join(root, "home") })
+      expect(parts.map((p) => p.path)).toEqual(["AGENTS.md"])
+      expect(JSON.stringify(parts)).not.toContain("above home")
+    }))
+
+  it.effect("a file the session's read rules fence (leaveOut) is left out, by its own name or where its link leads (review 62a)", () =>
+    Effect.gen(function*() {
+      const root = tree({ ".git": null, ".env": "SECRET=sk-live-1", "pkg/CLAUDE.md": "pkg rules", "pkg/app/x.ts": "" })
+      symlinkSync(".env", join(root, "AGENTS.md"))
+      const seen: Array<{ readonly real: string; readonly relative: string | undefined; readonly written: string }> = []
+      const leaveOut = (path: { readonly real: string; readonly relative: string | undefined; readonly written: string }) => {
+        seen.push(path)
+        return path.real.endsWith("/.env")
+      }
+      const parts = yield* load(join(root, "pkg/app"), { leaveOut })
+      expect(parts.map((p) => p.path)).toEqual(["../CLAUDE.md"])
+      expect(JSON.stringify(parts)).not.toContain("sk-live")
+      // The root's link is asked about by its name (as a call from cwd would write it) and by where it leads.
+      expect(seen).toContainEqual({ real: join(root, "AGENTS.md"), relative: undefined, written: "../../AGENTS.md" })
+      expect(seen).toContainEqual({ real: join(root, ".env"), relative: undefined, written: join(root, ".env") })
+      // A rule for the link's own name fences it too.
+      const byName = yield* load(join(root, "pkg"), { leaveOut: (path) => path.written === "CLAUDE.md" })
+      expect(byName.map((p) => p.path)).toEqual(["../AGENTS.md"])
+    }))
+
   // Git refuses a repository another user owns (safe.directory, CVE-2022-24765): anyone can make
   // /tmp/.git and /tmp/AGENTS.md, and a session in /tmp/clone read that AGENTS.md as its
   // repository's. The test's files are its own user's, so the session's user is said to be another.

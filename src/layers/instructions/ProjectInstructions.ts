@@ -4,11 +4,13 @@
  * folder, as named prompt parts.
  *
  * - The repository's root is the nearest folder above cwd holding `.git`; the search never goes
- *   above the user's home or `/`. With no repository, only cwd's own file is read.
+ *   above the user's home (as given, or its real path) or `/`. With no repository, only cwd's own file is read.
  * - Every file is read through the workspace's safe file access (`SafeFile`): its real path must
  *   stay inside cwd (cwd's own file) or inside the repository's root (a file above cwd), so a link
  *   cannot pull in `~/.ssh/id_rsa` as "instructions"; the file is opened by handle, never through a
  *   link, and a FIFO or device is refused.
+ * - A file the session's read rules fence (`leaveOut`: a deny or ask rule for `read_file`) is left
+ *   out, matched by its own name and by its real path.
  * - Each file is capped (`maxBytes`) and all of them together (`maxTotalBytes`); what is cut is
  *   marked in the text and recorded (`truncated`).
  *
@@ -24,6 +26,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Tokens from "../../domain/Tokens.js"
 import type { PromptPart } from "../../services/ContextBuilder.js"
+import type { PathFence } from "../../services/ToolRouter.js"
 import * as Paths from "../workspace/Paths.js"
 import * as SafeFile from "../workspace/SafeFile.js"
 
@@ -43,6 +46,13 @@ export interface Options {
    * rule says: anyone can make `/tmp/.git` and `/tmp/AGENTS.md`.
    */
   readonly owner?: number | undefined
+  /**
+   * What the session's read rules fence (a deny or ask rule for `read_file`): a project's file one
+   * matches, by its own name or by where its link leads, is left out with a warning, as the grep
+   * tool's walk leaves such files out. Before (review 62a), `AGENTS.md -> .env` sent the file a
+   * rule denying `read_file` of `.env` fenced in every request. The engine gives it (`ContextInput.leaveOut`).
+   */
+  readonly leaveOut?: PathFence | undefined
 }
 
 /** The names looked for in each folder, the first found wins. */
@@ -75,7 +85,8 @@ const ownerOf = (path: string) => NodeFs.lstat(path).then((stats) => stats.uid, 
  * root. With no `.git` between `cwd` and the top (home or `/`), or the nearest one owned by another
  * user than `owner`, `cwd` alone.
  */
-export const folders = (cwd: string, home: string, owner?: number): Promise<{ readonly root: string; readonly folders: ReadonlyArray<string> }> => {
+export const folders = (cwd: string, home: string | ReadonlyArray<string>, owner?: number): Promise<{ readonly root: string; readonly folders: ReadonlyArray<string> }> => {
+  const homes = typeof home === "string" ? [home] : home
   const walk = async () => {
     const chain: Array<string> = []
     let current = cwd
@@ -88,7 +99,7 @@ export const folders = (cwd: string, home: string, owner?: number): Promise<{ re
       }
       const parent = NodePath.dirname(current)
       // Never above the user's home or the file system's root.
-      if (current === home || parent === current) return { root: cwd, folders: [cwd] }
+      if (homes.includes(current) || parent === current) return { root: cwd, folders: [cwd] }
       current = parent
     }
   }
@@ -103,13 +114,26 @@ const decode = (bytes: Uint8Array, truncated: boolean) => {
   return truncated ? text.replace(/\uFFFD+$/, "") : text
 }
 
-/** A file read whole or in part, or none (missing, a link out of `base`, unreadable). */
-const readOne = (file: string, base: string, budget: number) =>
+/** Whether `fence` fences `file` (relative to the real cwd when inside it): by its own name, or by its real path. */
+const fenced = (fence: PathFence | undefined, realCwd: string, file: string, real: string) => {
+  if (fence === undefined) return false
+  const inside = (path: string) => Paths.isInside(NodePath, realCwd, path) ? NodePath.relative(realCwd, path) || "." : undefined
+  const named = inside(file)
+  return fence({ real: file, relative: named, written: named ?? NodePath.relative(realCwd, file) }) ||
+    fence({ real, relative: inside(real), written: real })
+}
+
+/** A file read whole or in part, or none (missing, a link out of `base`, fenced by a read rule, unreadable). */
+const readOne = (file: string, base: string, budget: number, fence?: { readonly leaveOut: PathFence | undefined; readonly realCwd: string }) =>
   Effect.gen(function*() {
     const real = yield* Effect.promise(() => Paths.realPath(file))
     if (!real.exact) return undefined
     if (!Paths.isInside(NodePath, base, real.path)) {
       yield* Effect.logWarning("an instructions file links outside its workspace; it is not read").pipe(Effect.annotateLogs({ file }))
+      return undefined
+    }
+    if (fence !== undefined && fenced(fence.leaveOut, fence.realCwd, file, real.path)) {
+      yield* Effect.logWarning("a read rule denies or asks before reading an instructions file; it is not read").pipe(Effect.annotateLogs({ file }))
       return undefined
     }
     return yield* SafeFile.readHead(real.path, budget).pipe(
@@ -135,6 +159,9 @@ export const load = Effect.fn("ProjectInstructions.load")(function*(cwd: string,
   const maxBytes = Math.max(0, options.maxBytes ?? defaultMaxBytes)
   let left = Math.max(0, options.maxTotalBytes ?? defaultMaxTotalBytes)
   const home = NodePath.resolve(options.home ?? NodeOs.homedir())
+  // Home as given and as its real path: cwd is a real path, so a linked home (`/home/u` -> `/data/u`)
+  // compared as given never matched and the search went above it (review 62a).
+  const homes = [home, yield* Paths.realCwd(home)]
   const realCwd = yield* Paths.realCwd(cwd)
   const parts: Array<Instruction> = []
   const add = (source: Instruction["source"], path: string, priority: number, read: { readonly bytes: Uint8Array; readonly truncated: boolean }, cap: number) => {
@@ -159,14 +186,14 @@ export const load = Effect.fn("ProjectInstructions.load")(function*(cwd: string,
     if (read !== undefined) add("user-file", `<config>/${NodePath.basename(file)}`, userPriority, read, cap)
   }
   const owner = options.owner ?? process.getuid?.()
-  const { folders: chain, root } = yield* Effect.promise(() => folders(realCwd, home, owner))
+  const { folders: chain, root } = yield* Effect.promise(() => folders(realCwd, homes, owner))
   for (const [index, folder] of chain.entries()) {
     if (left <= 0) break
     // cwd's own file stays inside cwd; a file above it stays inside the repository's root.
     const base = folder === realCwd ? realCwd : root
     for (const name of fileNames) {
       const cap = Math.min(maxBytes, left)
-      const read = yield* readOne(NodePath.join(folder, name), base, cap)
+      const read = yield* readOne(NodePath.join(folder, name), base, cap, { leaveOut: options.leaveOut, realCwd })
       if (read === undefined) continue
       add("project", NodePath.relative(realCwd, NodePath.join(folder, name)), userPriority + (index + 1) / (chain.length + 1), read, cap)
       break
