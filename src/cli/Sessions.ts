@@ -55,17 +55,28 @@ export const line = (s: Session.SessionSummary): string => {
 /** The separators of the totals that are not ASCII, as UTF-8. */
 const dot = Buffer.from(" · ", "utf8")
 const dash = Buffer.from(" — ", "utf8")
+/** The cost of a session that cost nothing (every one whose models have no price), as `UsageText.dollars` writes it. */
+const noCost = Buffer.from(UsageText.dollars(0), "utf8")
 
 /**
  * The listing as the UTF-8 bytes written: each session's `line` and a newline, written field by
  * field into one buffer. No line is made as a string: 10,000 lines built of template pieces,
  * numbers and totals made ~10 MB of short-lived strings, whose scavenges copied the listing's
- * 10,000 summaries (alive until the end) each time — more than the lines themselves cost. ASCII is
- * copied here; a field with anything else is encoded by Node's UTF-8 writer from its first such
- * character, so the bytes are those of `Buffer.from(lines.join(""))`. The totals are
- * `UsageText.totalsText`'s text, written in the same order (test/cli/listingBytes.test.ts holds
- * the bytes to `line` for every kind of summary); `terminalSafe` maps character by character, so
- * making the cwd, the title and the models' names safe one by one is making the line's parts safe.
+ * 10,000 summaries (alive until the end) each time — more than the lines themselves cost. Nor is
+ * any other string made for a session whose fields need no escape (perf62list): its counts' digits
+ * are written as they are computed, a cost of nothing is a constant, the unpriced models are written
+ * one by one, and the terminal check is made in the copy itself. The ~110 bytes of heap a session
+ * that `String`, `join` and the dollars' text took were enough, over 10,000 sessions, to fill the
+ * young generation once more after the listing: a scavenge copying every summary still young, as
+ * much as the rest of the listing's bytes cost (docs/benchmarks.md, "perf62list").
+ *
+ * ASCII is copied here; a field with anything else is encoded by Node's UTF-8 writer from its first
+ * such character, so the bytes are those of `Buffer.from(lines.join(""))`. A field with a character
+ * `Render.terminalSafe` changes, or any that is not ASCII, is written as `terminalSafe` makes it
+ * (the rare case that allocates). The totals are `UsageText.totalsText`'s text, written in the same
+ * order (test/cli/listingBytes.test.ts holds the bytes to `line` for every kind of summary);
+ * `terminalSafe` maps character by character, so making the cwd, the title and each model's name
+ * safe one by one is making the line's parts safe.
  */
 export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): Buffer => {
   // A listing's line is ~190 bytes; the buffer doubles when a field does not fit.
@@ -92,8 +103,34 @@ export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): 
     }
     end += length
   }
-  // The text itself when nothing in it needs an escape (one test, no copy).
-  const safe = (value: string) => text(Render.terminalSafe(value))
+  // A field shown safe for the terminal: printable ASCII, tab and newline copied as they are (what
+  // `terminalSafe` keeps); at anything else, the field is written again from its start as
+  // `terminalSafe` makes it (nothing of it was counted yet).
+  const safe = (value: string) => {
+    const length = value.length
+    room(length)
+    for (let i = 0; i < length; i++) {
+      const c = value.charCodeAt(i)
+      if (c >= 0x20 ? c >= 0x7f : c !== 0x09 && c !== 0x0a) return text(Render.terminalSafe(value))
+      bytes[end + i] = c
+    }
+    end += length
+  }
+  // A count's digits, as `String` writes them, for the counts a summary holds (safe integers, not
+  // negative); anything else through `String`. In small integers throughout (`(rest - digit) / 10`
+  // is exact): a division with a fraction makes a heap number in code not yet optimized.
+  const count = (n: number) => {
+    if (!(n >= 0 && Number.isSafeInteger(n))) return text(String(n))
+    let digits = 1
+    for (let power = 10; power <= n; power *= 10) digits++
+    room(digits)
+    for (let i = end + digits - 1, rest = n; i >= end; i--) {
+      const digit = rest % 10
+      bytes[i] = 48 + digit
+      rest = (rest - digit) / 10
+    }
+    end += digits
+  }
   const raw = (constant: Buffer) => {
     room(constant.length)
     constant.copy(bytes, end)
@@ -104,12 +141,14 @@ export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): 
     bytes[end++] = 32
     bytes[end++] = 32
   }
-  for (const s of summaries) {
+  // By index: a `for … of` makes an iterator result a session until the loop is optimized.
+  for (let k = 0; k < summaries.length; k++) {
+    const s = summaries[k]!
     text(s.sessionId)
     gap()
     safe(s.lastActivityAt)
     gap()
-    text(String(s.turnCount))
+    count(s.turnCount)
     text(s.turnCount === 1 ? " turn" : " turns")
     gap()
     safe(s.client)
@@ -120,25 +159,32 @@ export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): 
     if (usage !== undefined) {
       gap()
       text("tokens in ")
-      text(String(usage.inputTokens))
+      count(usage.inputTokens)
       raw(dot)
       text("out ")
-      text(String(usage.outputTokens))
+      count(usage.outputTokens)
       if (usage.cacheReadTokens !== undefined) {
         raw(dot)
         text("cache read ")
-        text(String(usage.cacheReadTokens))
+        count(usage.cacheReadTokens)
       }
       if (usage.cacheWriteTokens !== undefined) {
         raw(dot)
         text("cache write ")
-        text(String(usage.cacheWriteTokens))
+        count(usage.cacheWriteTokens)
       }
       raw(dash)
-      text(UsageText.dollars(s.cost ?? 0))
-      if (s.costUnknown !== undefined && s.costUnknown.length > 0) {
+      const cost = s.cost ?? 0
+      if (cost === 0) raw(noCost)
+      else text(UsageText.dollars(cost))
+      const unknown = s.costUnknown
+      if (unknown !== undefined && unknown.length > 0) {
         text("; cost unknown for ")
-        safe(s.costUnknown.join(", "))
+        // `unknown.join(", ")` made safe: each name made safe, joined (the separator needs nothing).
+        for (let i = 0; i < unknown.length; i++) {
+          if (i > 0) text(", ")
+          safe(unknown[i]!)
+        }
       }
     }
     if (s.title !== undefined) {

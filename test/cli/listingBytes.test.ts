@@ -1,3 +1,5 @@
+import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "vitest"
 import type { Session } from "../../src/index.js"
 import { line, listingBytes } from "../../src/cli/Sessions.js"
@@ -14,6 +16,38 @@ const summary = (i: number, extra: Partial<Session.SessionSummary> = {}): Sessio
 })
 
 describe("listingBytes (the sessions listing as written)", () => {
+  it("makes no string for a session whose fields need no escape (perf62list)", () => {
+    // First in the file: the tests below hand it fractions and counts past 2^31, after which V8's
+    // optimized code for it may box a few numbers. What the listing allocates in the young generation, from a full GC, with no GC in between
+    // (code compiled meanwhile goes to other spaces): a listing of 10,000 that made ~110 bytes of
+    // strings a session (each count's `String`, the dollars' text, the unpriced models' `join`, the
+    // `for … of`'s results before the loop was optimized) filled the young generation once more after
+    // the listing, and its scavenge copied every summary still young (docs/benchmarks.md, "perf62list").
+    setFlagsFromString("--expose-gc")
+    const gc = runInNewContext("gc") as () => void
+    const young = () => getHeapSpaceStatistics().find((space) => space.space_name === "new_space")!.space_used_size
+    // Parsed from JSON, as the JSONL index is, with a key of their own first: objects of the shapes
+    // the other tests make share V8's maps with theirs, and a map whose field once held a fraction
+    // (a cost of 0.3 above) makes each read of that field a fresh heap number until the code is optimized.
+    const summaries = JSON.parse(JSON.stringify(Array.from({ length: 2_000 }, (_, i) => ({
+      perf62list: i,
+      ...summary(i, {
+        turnCount: i,
+        usage: { perf62list: i, inputTokens: 1_000_003 + i, outputTokens: 7_000_001 + i, ...(i % 2 === 0 ? { cacheReadTokens: 3_000_017 + i } : {}) },
+        cost: 0,
+        costUnknown: ["scripted", "other-model"],
+        title: "Parser refactor"
+      })
+    })))) as ReadonlyArray<Session.SessionSummary>
+    gc()
+    const before = young()
+    const bytes = listingBytes(summaries)
+    const taken = young() - before
+    expect(bytes.length).toBeGreaterThan(2_000 * 150)
+    // The buffers' own objects and the function's closures, a few KB; not 2,000 sessions' strings.
+    expect(taken).toBeLessThan(2_000 * 8)
+  })
+
   it("is each session's line and a newline, in UTF-8: totals, titles, escapes", () => {
     const text = listingBytes([
       summary(1, { title: "naïve — café ✓", usage: { inputTokens: 4, outputTokens: 2, cacheReadTokens: 7 }, cost: 0.3, costUnknown: ["m"] }),
@@ -61,6 +95,28 @@ describe("listingBytes (the sessions listing as written)", () => {
     expect(listingBytes(summaries).equals(expected)).toBe(true)
     // One at a time too: each line starts a buffer of its own.
     for (const s of summaries) expect(listingBytes([s]).equals(Buffer.from(`${line(s)}\n`, "utf8"))).toBe(true)
+  })
+
+  it("is each line byte for byte at the edges of the copy: controls, DEL, C1 and non-ASCII after ASCII, odd counts and costs", () => {
+    const fields = ["a\x7f", "ab\x1f", "x\u009b[2J", "tab\tnew\nline", "abc\u00e9", "abc\u00a0", "\x0c", "ok", "\r\r", "a\u2028b"]
+    const counts = [0, 9, 10, 99, 100, 1_000_000, 9_007_199_254_740_991, 9_007_199_254_740_992, -1, 1.5, -0, Number.NaN]
+    const costs = [0, -0, 0.009, 0.01, 1e-7, 123.456, Number.NaN, undefined]
+    const summaries = fields.flatMap((field, i) =>
+      counts.map((n, j): Session.SessionSummary =>
+        summary(i * 100 + j, {
+          lastActivityAt: j % 3 === 0 ? field : "2026-12-02T10:00:01.000Z",
+          client: j % 4 === 1 ? field : "cli",
+          cwd: j % 2 === 0 ? field : "/work",
+          turnCount: n,
+          title: j % 5 === 0 ? `t${field}` : field,
+          usage: { inputTokens: n, outputTokens: counts[(j + 1) % counts.length]!, ...(j % 2 === 0 ? { cacheReadTokens: n } : { cacheWriteTokens: n }) },
+          ...(costs[j % costs.length] === undefined ? {} : { cost: costs[j % costs.length]! }),
+          costUnknown: j % 3 === 0 ? [field, "b", field] : j % 3 === 1 ? [field] : []
+        })
+      )
+    )
+    for (const s of summaries) expect(listingBytes([s]).toString("utf8")).toBe(`${line(s)}\n`)
+    expect(listingBytes(summaries).equals(Buffer.from(summaries.map((s) => `${line(s)}\n`).join(""), "utf8"))).toBe(true)
   })
 
   it("is empty for no session", () => {
