@@ -135,10 +135,12 @@ export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): 
         text(String(usage.cacheWriteTokens))
       }
       raw(dash)
-      text(UsageText.dollars(s.cost ?? 0))
-      if (s.costUnknown !== undefined && s.costUnknown.length > 0) {
-        text("; cost unknown for ")
-        safe(s.costUnknown.join(", "))
+      const unknown = s.costUnknown !== undefined && s.costUnknown.length > 0
+      // As `UsageText.totalsText`: no dollars when nothing could be priced.
+      if (!unknown || UsageText.hasKnownCost(s)) text(UsageText.dollars(s.cost ?? 0))
+      if (unknown) {
+        text(UsageText.hasKnownCost(s) ? "; cost unknown for " : "cost unknown for ")
+        safe(s.costUnknown!.join(", "))
       }
     }
     if (s.title !== undefined) {

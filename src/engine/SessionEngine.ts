@@ -771,12 +771,13 @@ const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget
 }
 
 /**
- * A `maxCost` budget needs the model's price: without one the turn is refused (`InvalidInput`, field
+ * A `maxCost` budget needs the model's price (but on the `fake` provider): without one the turn is refused (`InvalidInput`, field
  * `budget`, naming the model) rather than run with a cap that counts nothing.
  */
 const priced = (services: Services.Services): Effect.Effect<void, InvalidInput> => {
-  const { model } = services.provider.capabilities
-  return PromptCache.costOf(services, { inputTokens: 0, outputTokens: 0 }).cost !== null ? Effect.void : Effect.fail(
+  const { model, provider } = services.provider.capabilities
+  // The built-in echo model and a script without a provider (`fake`) spend nothing to count.
+  return provider === "fake" || PromptCache.costOf(services, { inputTokens: 0, outputTokens: 0 }).cost !== null ? Effect.void : Effect.fail(
     new InvalidInput({
       field: "budget",
       detail: `maxCost: no price is known for model ${model}; give it one in the settings' \`prices\` (the engine's \`prices\` option)`

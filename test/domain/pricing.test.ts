@@ -59,5 +59,9 @@ describe("a session's usage totals", () => {
     totals = Session.addUsage(totals, { usage: { inputTokens: 1, outputTokens: 0 }, cost: 0, costUnknown: "m" })
     expect(totals).toEqual({ usage: { inputTokens: 4, outputTokens: 2, cacheReadTokens: 7 }, cost: 0.3, costUnknown: ["m"] })
     expect(UsageText.totalsText(totals)).toBe("tokens in 4 · out 2 · cache read 7 — $0.30; cost unknown for m")
+    // Nothing priced: no dollars (until December 2026 `$0.00; cost unknown for m`, read as a known zero).
+    const unpriced = Session.addUsage({}, { usage: { inputTokens: 1, outputTokens: 2 }, cost: 0, costUnknown: "m" })
+    expect(UsageText.hasKnownCost(unpriced)).toBe(false)
+    expect(UsageText.totalsText(unpriced)).toBe("tokens in 1 · out 2 — cost unknown for m")
   })
 })
