@@ -36,6 +36,24 @@ const memEngine = (script: FakeModelProvider.Options, options: Options = {}) =>
     Layer.provideMerge(PermissionPolicy.layer())
   )
 
+/** A session whose turn a first process ran to an approval it asks for, then stopped: the turn paused in the log. */
+const pausedOnApproval = (layer: ReturnType<typeof engineOnDir>) =>
+  Effect.gen(function*() {
+    const first = yield* engineProcess(layer)
+    const sessionId = yield* first.provide(Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const asked = yield* Deferred.make<void>()
+      yield* engine.runTurn({ sessionId, userMessage: "go" }).pipe(
+        Stream.tap((e: AgentEvent) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(asked, undefined) : Effect.void),
+        Stream.runDrain, Effect.forkDaemon)
+      yield* Deferred.await(asked)
+      return sessionId
+    }))
+    yield* first.stop
+    return sessionId
+  })
+
 const spend = { inputTokens: 100_000, outputTokens: 1_000 }
 const look = (id: string) => ({ toolCalls: [{ tool: "look", args: {}, id }], usage: spend })
 
@@ -83,18 +101,7 @@ describe("usage and budgets", () => {
   it.scoped("a turn paused on an approval, cancelled by a later process: its spend reaches the session's totals", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      const first = yield* engineProcess(engineOnDir(dataDir, { provider: "anthropic", model: "claude-sonnet-4-5", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }))
-      const sessionId = yield* first.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const asked = yield* Deferred.make<void>()
-        yield* engine.runTurn({ sessionId, userMessage: "go" }).pipe(
-          Stream.tap((e: AgentEvent) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(asked, undefined) : Effect.void),
-          Stream.runDrain, Effect.forkDaemon)
-        yield* Deferred.await(asked)
-        return sessionId
-      }))
-      yield* first.stop
+      const sessionId = yield* pausedOnApproval(engineOnDir(dataDir, { provider: "anthropic", model: "claude-sonnet-4-5", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }))
       const second = yield* engineProcess(engineOnDir(dataDir, {}))
       yield* second.provide(Effect.gen(function*() {
         const engine = yield* SessionEngine
@@ -169,18 +176,7 @@ describe("usage and budgets", () => {
   it.scoped("a paused turn resumed by a process on another model: its cost prices each response at the model that answered (model.usage.model)", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      const first = yield* engineProcess(engineOnDir(dataDir, { provider: "anthropic", model: "claude-opus-4-1", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }))
-      const sessionId = yield* first.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const asked = yield* Deferred.make<void>()
-        yield* engine.runTurn({ sessionId, userMessage: "go" }).pipe(
-          Stream.tap((e: AgentEvent) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(asked, undefined) : Effect.void),
-          Stream.runDrain, Effect.forkDaemon)
-        yield* Deferred.await(asked)
-        return sessionId
-      }))
-      yield* first.stop
+      const sessionId = yield* pausedOnApproval(engineOnDir(dataDir, { provider: "anthropic", model: "claude-opus-4-1", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }))
       const second = yield* engineProcess(engineOnDir(dataDir, { provider: "anthropic", model: "claude-haiku-4-5", responses: [{ chunks: ["done"], usage: { inputTokens: 0, outputTokens: 0 } }] }))
       yield* second.provide(Effect.gen(function*() {
         const engine = yield* SessionEngine
@@ -220,18 +216,7 @@ describe("usage and budgets", () => {
   it.scoped("run --max-cost 0.5 pauses on an approval; approve (a process without --max-cost) resumes it: the cap still holds", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      const first = yield* engineProcess(engineOnDir(dataDir, { provider: "anthropic", model: "claude-sonnet-4-5", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }, { budget: { maxCost: 0.5 } }))
-      const sessionId = yield* first.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const asked = yield* Deferred.make<void>()
-        yield* engine.runTurn({ sessionId, userMessage: "go" }).pipe(
-          Stream.tap((e: AgentEvent) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(asked, undefined) : Effect.void),
-          Stream.runDrain, Effect.forkDaemon)
-        yield* Deferred.await(asked)
-        return sessionId
-      }))
-      yield* first.stop
+      const sessionId = yield* pausedOnApproval(engineOnDir(dataDir, { provider: "anthropic", model: "claude-sonnet-4-5", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }, { budget: { maxCost: 0.5 } }))
       const second = yield* engineProcess(engineOnDir(dataDir, { provider: "anthropic", model: "claude-sonnet-4-5", responses: [look("l1"), look("l2"), look("l3"), { chunks: ["done"], usage: spend }] }))
       yield* second.provide(Effect.gen(function*() {
         const engine = yield* SessionEngine
