@@ -35,6 +35,7 @@ import {
   type SessionState,
   Tokens,
   ToolRouter,
+  UsageText,
   version,
   WorkingDirectory
 } from "../index.js"
@@ -361,7 +362,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
                 completed = event.payload
                 if (used !== undefined && model !== undefined) {
                   const state = yield* Effect.option(engine.sessionState({ sessionId: session.sessionId }))
-                  const cost = Option.getOrUndefined(state)?.totals?.cost
+                  const totals = Option.getOrUndefined(state)?.totals
+                  // Left out while no turn could be priced (docs/acp.md): not a cost of 0.
+                  const cost = totals !== undefined && UsageText.hasKnownCost(totals) ? totals.cost : undefined
                   yield* send(client, session.sessionId, AcpMapper.usageUpdateOf(used, model.maxContextTokens, cost))
                 }
               }

@@ -174,12 +174,17 @@ export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): 
         count(usage.cacheWriteTokens)
       }
       raw(dash)
-      const cost = s.cost ?? 0
-      if (cost === 0) raw(noCost)
-      else text(UsageText.dollars(cost))
       const unknown = s.costUnknown
-      if (unknown !== undefined && unknown.length > 0) {
-        text("; cost unknown for ")
+      const anyUnknown = unknown !== undefined && unknown.length > 0
+      const known = UsageText.hasKnownCost(s)
+      // As `UsageText.totalsText`: no dollars when nothing could be priced.
+      if (!anyUnknown || known) {
+        const cost = s.cost ?? 0
+        if (cost === 0) raw(noCost)
+        else text(UsageText.dollars(cost))
+      }
+      if (anyUnknown) {
+        text(known ? "; cost unknown for " : "cost unknown for ")
         // `unknown.join(", ")` made safe: each name made safe, joined (the separator needs nothing).
         for (let i = 0; i < unknown.length; i++) {
           if (i > 0) text(", ")

@@ -34,12 +34,15 @@ export type PriceTable = typeof PriceTable.Type
 export const pricesAsOf = "2025-11-24"
 
 /**
- * The built-in prices (as of {@link pricesAsOf}): Anthropic's list prices with 5-minute cache writes
- * (1.25 × input) and cache reads (0.1 × input); OpenAI's with cached input (OpenAI charges nothing
- * extra to write its cache). A newer model, or a negotiated price, goes in the user's settings
- * (`prices`) or the engine's `prices` option, which take precedence.
+ * The built-in prices (as of {@link pricesAsOf}; `claude-sonnet-5-5`, the CLI's default Anthropic
+ * model, and `gpt-4o-2024-05-13` read on 2026-12-07): Anthropic's list prices with 5-minute cache
+ * writes (1.25 × input) and cache reads (0.1 × input); OpenAI's with cached input (OpenAI charges
+ * nothing extra to write its cache; `gpt-4o-2024-05-13` lists no cached price). A newer model, or a
+ * negotiated price, goes in the user's settings (`prices`) or the engine's `prices` option, which
+ * take precedence.
  */
 export const builtin: PriceTable = {
+  "claude-sonnet-5-5": { input: 2, output: 10, cacheRead: 0.2, cacheWrite: 2.5 },
   "claude-opus-4-5": { input: 5, output: 25, cacheRead: 0.5, cacheWrite: 6.25 },
   "claude-opus-4-1": { input: 15, output: 75, cacheRead: 1.5, cacheWrite: 18.75 },
   "claude-opus-4": { input: 15, output: 75, cacheRead: 1.5, cacheWrite: 18.75 },
@@ -54,6 +57,8 @@ export const builtin: PriceTable = {
   "gpt-4.1-mini": { input: 0.4, output: 1.6, cacheRead: 0.1, cacheWrite: 0.4 },
   "gpt-4.1-nano": { input: 0.1, output: 0.4, cacheRead: 0.025, cacheWrite: 0.1 },
   "gpt-4o": { input: 2.5, output: 10, cacheRead: 1.25, cacheWrite: 2.5 },
+  // GPT-4o's first snapshot is listed at its own price, twice the later ones': not priced as `gpt-4o`.
+  "gpt-4o-2024-05-13": { input: 5, output: 15 },
   "gpt-4o-mini": { input: 0.15, output: 0.6, cacheRead: 0.075, cacheWrite: 0.15 },
   "o4-mini": { input: 1.1, output: 4.4, cacheRead: 0.275, cacheWrite: 1.1 }
 }
@@ -62,7 +67,8 @@ export const builtin: PriceTable = {
 export const withOverrides = (overrides: PriceTable | undefined): PriceTable =>
   overrides === undefined ? builtin : { ...builtin, ...overrides }
 
-// A dated snapshot ("claude-sonnet-4-5-20250929", "gpt-4.1-mini-2025-04-14") is priced as its model.
+// A dated snapshot ("claude-sonnet-4-5-20250929", "gpt-4.1-mini-2025-04-14") is priced as its model,
+// unless the table lists the snapshot itself: one whose list price differs ("gpt-4o-2024-05-13") is.
 const datedSuffix = /-(?:\d{8}|\d{4}-\d{2}-\d{2})$/
 
 /** A model's price: by its exact name, else by its name without a date suffix; `undefined` when unknown. */

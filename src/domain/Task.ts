@@ -79,3 +79,19 @@ export interface Budget {
   /** Model requests (steps) of every session of the tree together. */
   readonly maxSteps?: number | undefined
 }
+
+/**
+ * Two budgets as one: each limit the smaller of the two (a limit only one of them sets is kept). A
+ * turn's own budget (`runTurn({ budget })`, a server client's) tightens the engine's, never lifts it:
+ * a client's `{maxSteps: 50}` under `serve --max-cost 0.01` keeps the cost cap.
+ */
+export const tighter = (a: Budget | undefined, b: Budget | undefined): Budget | undefined => {
+  if (a === undefined || b === undefined) return a ?? b
+  const least = (x: number | undefined, y: number | undefined) => x === undefined ? y : y === undefined ? x : Math.min(x, y)
+  const merged: { -readonly [K in keyof Budget]: Budget[K] } = {}
+  for (const key of ["maxTokens", "maxCost", "maxSteps"] as const) {
+    const value = least(a[key], b[key])
+    if (value !== undefined) merged[key] = value
+  }
+  return merged
+}

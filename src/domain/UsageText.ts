@@ -51,6 +51,14 @@ export const cacheBreakText = (payload: PayloadOf<"cache.break">): string => {
 }
 
 /**
+ * Whether a session's totals have a cost: some turn was priced. The totals keep no count of priced
+ * turns, so a session whose models have no price and whose priced turns (if any) cost nothing has
+ * none — its `cost` of 0 says only that no price was known.
+ */
+export const hasKnownCost = (totals: { readonly cost?: number | undefined; readonly costUnknown?: ReadonlyArray<string> | undefined }): boolean =>
+  totals.cost !== undefined && (totals.cost > 0 || totals.costUnknown === undefined || totals.costUnknown.length === 0)
+
+/**
  * A session's totals for a listing: `tokens in 14 · out 10 · cache read 103 — $0.25`, and which models had no
  * price (`; cost unknown for model-x`, then the dollars are of the other turns); none without usage.
  */
@@ -59,6 +67,8 @@ export const totalsText = (
 ): string | undefined => {
   if (totals.usage === undefined) return undefined
   const unknown = totals.costUnknown === undefined || totals.costUnknown.length === 0 ? "" : `; cost unknown for ${totals.costUnknown.join(", ")}`
+  // No dollars when nothing could be priced: `$0.00; cost unknown for m` read as a known zero.
+  if (unknown !== "" && !hasKnownCost(totals)) return `tokens ${tokensText(totals.usage)} — ${unknown.slice(2)}`
   return `tokens ${tokensText(totals.usage)} — ${dollars(totals.cost ?? 0)}${unknown}`
 }
 

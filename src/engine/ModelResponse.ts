@@ -26,6 +26,8 @@ import type { Turn } from "./Turn.js"
 /** What a turn's responses add up to; owned by the turn's driver, updated as responses finish. */
 export interface Tally {
   usage: AgentEvent.Usage | undefined
+  /** This process's responses' share of `usage` (a resumed turn's started from its log's), priced at its model. */
+  fresh: AgentEvent.Usage | undefined
   /**
    * What the summaries of the compactions inside the turn used (`session.compacted.usage`, and
    * `compaction.failed.usage` of a summary request that returned and was refused): spent by the
@@ -209,6 +211,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             // turn's total too, which its budget and `turn.completed` read — not a NaN that no limit trips.
             const usage = reported === undefined ? undefined : EventDraft.usageOf(ChunkShape.usageCounts(reported))
             tally.usage = addUsage(tally.usage, usage)
+            tally.fresh = addUsage(tally.fresh, usage)
             finishReason = reason
             // Stored in the response's last batch: no append of its own when the response has text or calls.
             if (usage !== undefined) drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, usage, turn.services.provider.capabilities, built))

@@ -93,6 +93,10 @@ export const usageDrafts = (
 /** The cost fields of `turn.completed` for a turn's usage, from the engine's price table. */
 export const costOf = (services: Services, usage: AgentEvent.Usage): Pricing.TurnCost => {
   const { model, provider } = services.provider.capabilities
-  // Priced as stored: a provider's odd count (NaN, negative, fractional) costs what the log says it used.
-  return Pricing.turnCost(EventDraft.usageOf(usage), model, provider, Pricing.withOverrides(services.options.prices))
+  return costAt(services, usage, model, provider)
 }
+
+/** A usage's cost at `model` of `provider`. Priced as stored: a provider's odd count (NaN, negative, fractional) costs what the log says it used. */
+export const costAt = (services: Services, usage: AgentEvent.Usage, model: string, provider: string): Pricing.TurnCost =>
+  Pricing.turnCost(EventDraft.usageOf(usage), model, provider, Pricing.withOverrides(services.options.prices))
+

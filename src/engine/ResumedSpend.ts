@@ -17,6 +17,13 @@ import type * as Task from "../domain/Task.js"
 import type { EventStore } from "../services/EventStore.js"
 import { addUsage } from "./ModelResponse.js"
 
+/** What the responses of one model (`model.usage`'s `provider` and `model`) used together. */
+export interface Answered {
+  readonly provider: string
+  readonly model: string
+  readonly usage: AgentEvent.Usage
+}
+
 /** What one subagent of the turn had used when the parent's log last said (`subagent.progress`, `subagent.completed`). */
 export interface ChildSpend {
   readonly childSessionId: string
@@ -31,6 +38,8 @@ export interface Spent {
   readonly budget: Task.Budget | undefined
   /** Its model responses' usage (`model.usage`), as `turn.completed.usage` counts it. */
   readonly usage: AgentEvent.Usage | undefined
+  /** The same per model that answered (`model.usage`'s `provider` and `model`), each priced at its own. */
+  readonly answered: ReadonlyArray<Answered>
   /** Its compactions' summaries' usage (`session.compacted`, and `compaction.failed` after its request returned, inside the turn): spent, counted against its budget. */
   readonly compacted: AgentEvent.Usage | undefined
   /** Its subagents, in the order they started (`subagent.started`). */
@@ -43,7 +52,7 @@ export interface Spent {
 }
 
 /** Nothing spent yet: a turn that starts now. */
-export const none: Spent = { budget: undefined, usage: undefined, compacted: undefined, children: [], started: 0 }
+export const none: Spent = { budget: undefined, usage: undefined, answered: [], compacted: undefined, children: [], started: 0 }
 
 /**
  * The turn `turnId` of `sessionId`, read from its log (one pass, in constant memory but its
@@ -109,6 +118,7 @@ class Fold {
   private budget: Task.Budget | undefined = undefined
   private usage: AgentEvent.Usage | undefined = undefined
   private compacted: AgentEvent.Usage | undefined = undefined
+  private readonly answered = new Map<string, Answered>()
   private readonly children = new Map<string, ChildSpend>()
 
   add(event: AgentEvent.AgentEvent): this {
@@ -117,8 +127,13 @@ class Fold {
         this.budget = event.payload.budget
         break
       case "model.usage":
+      {
         this.usage = addUsage(this.usage, event.payload.usage)
+        const { model, provider } = event.payload
+        const key = `${provider}\u0000${model}`
+        this.answered.set(key, { provider, model, usage: addUsage(this.answered.get(key)?.usage, event.payload.usage)! })
         break
+      }
       case "session.compacted":
       case "compaction.failed":
         // A failed compaction whose summary request returned spent it too (absent otherwise).
@@ -143,6 +158,6 @@ class Fold {
   }
 
   spent(started: number): Spent {
-    return { budget: this.budget, usage: this.usage, compacted: this.compacted, children: [...this.children.values()], started }
+    return { budget: this.budget, usage: this.usage, answered: [...this.answered.values()], compacted: this.compacted, children: [...this.children.values()], started }
   }
 }

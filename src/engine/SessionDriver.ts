@@ -263,7 +263,7 @@ export const closeDangling = (engine: Engine, session: LiveSession.LiveSession):
     yield* Effect.logWarning("closing a turn left open").pipe(Effect.annotateLogs({ sessionId: session.sessionId, turnId: open.turnId, errorCode }))
     const commit = Turn.commitTo(engine.services, session, open.turnId)
     yield* Subagents.settle(engine.services, session, commit)
-    yield* TurnDriver.close(session, commit, { stopReason: "error", errorCode })
+    yield* TurnDriver.closeUndriven(engine.services, session, commit, { stopReason: "error", errorCode })
     session.driver.danglingReason = "interrupted"
   })
 
@@ -424,7 +424,7 @@ const cancelNotRunning = (engine: Engine, sessionId: string, turnId: string | un
       if (open === undefined || !SessionState.isWaiting(state) || (turnId !== undefined && turnId !== open.turnId)) return Effect.void
       const commit = Turn.commitTo(engine.services, session, open.turnId)
       // A cancel cascades: the subagents it waits on are cancelled first, each in its own log.
-      return Effect.zipRight(Subagents.cancelWaiting(engine.services, session, commit), TurnDriver.close(session, commit, { stopReason: "cancelled" }))
+      return Effect.zipRight(Subagents.cancelWaiting(engine.services, session, commit), TurnDriver.closeUndriven(engine.services, session, commit, { stopReason: "cancelled" }))
     })).pipe(
       // A run took the session meanwhile: its turn is the one to cancel.
       Effect.catchTag("TurnInProgress", () => {

@@ -57,6 +57,7 @@ import * as LogFold from "./LogFold.js"
 import * as Services from "./Services.js"
 import * as Subagents from "./Subagents.js"
 import * as OwnedSpan from "./OwnedSpan.js"
+import * as PromptCache from "./PromptCache.js"
 import * as SessionDriver from "./SessionDriver.js"
 import * as StartedNow from "./StartedNow.js"
 import type * as Turn from "./Turn.js"
@@ -498,7 +499,10 @@ export const make = (
         }))
       })
 
-    const runTurnKept = (input: RunTurnInput, kept?: Effect.Effect<boolean>): ReturnType<SessionEngine.Service["runTurn"]> =>
+    // A top turn's budget is its own tightened by the engine's (`Task.tighter`), stored so in its
+    // `turn.started`: a process that resumes it without the engine's budget holds it to the same. A
+    // subagent's turn is its parent's tree's and stores none.
+    const runTurnKept = (input: RunTurnInput, kept?: Effect.Effect<boolean>, top = false): ReturnType<SessionEngine.Service["runTurn"]> =>
       turnStream<InvalidInput | TurnInProgress | EventStoreFailure>("SessionEngine.runTurn", input.sessionId, (session) =>
         Effect.gen(function*() {
           const given = input.images ?? []
@@ -506,7 +510,9 @@ export const make = (
             return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
           }
           // Checked and stored before the turn is asked for: a refused image leaves no event.
-          const budget = yield* checkBudget(input.budget)
+          const own = yield* checkBudget(input.budget)
+          const budget = top ? Task.tighter(own, options.budget) : own
+          if (budget?.maxCost !== undefined) yield* priced(services)
           const images = yield* Images.store(services.blobs, given)
           return yield* SessionDriver.request(engine, session, {
             _tag: "New",
@@ -516,7 +522,7 @@ export const make = (
           })
         }), kept)
 
-    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> => runTurnKept(input)
+    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> => runTurnKept(input, undefined, true)
 
     subagents.api = {
       createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
@@ -775,6 +781,21 @@ const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget
   return bad === undefined
     ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined ? undefined : budget)
     : Effect.fail(new InvalidInput({ field: "budget", detail: `${bad} must be a positive number` }))
+}
+
+/**
+ * A `maxCost` budget needs the model's price (but on the `fake` provider): without one the turn is refused (`InvalidInput`, field
+ * `budget`, naming the model) rather than run with a cap that counts nothing.
+ */
+const priced = (services: Services.Services): Effect.Effect<void, InvalidInput> => {
+  const { model, provider } = services.provider.capabilities
+  // The built-in echo model and a script without a provider (`fake`) spend nothing to count.
+  return provider === "fake" || PromptCache.costOf(services, { inputTokens: 0, outputTokens: 0 }).cost !== null ? Effect.void : Effect.fail(
+    new InvalidInput({
+      field: "budget",
+      detail: `maxCost: no price is known for model ${model}; give it one in the settings' \`prices\` (the engine's \`prices\` option)`
+    })
+  )
 }
 
 /**

@@ -23,6 +23,7 @@ import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import * as Pricing from "../domain/Pricing.js"
 import type * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
@@ -127,16 +128,20 @@ interface Used {
   readonly steps: number
   readonly usage: AgentEvent.Usage | undefined
   readonly cost: number | undefined
+  /** A model that answered has no price: what it cost is unknown. */
+  readonly unpriced: boolean
 }
 
-const tokensOf = (usage: AgentEvent.Usage | undefined): number =>
-  usage === undefined ? 0 : usage.inputTokens + usage.outputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0)
+/** A usage's tokens as `maxTokens` counts them: OpenAI's prompt count holds its cache reads, counted once. */
+const tokensOf = (services: Services, usage: AgentEvent.Usage | undefined): number =>
+  usage === undefined ? 0 : Pricing.totalInput(usage, services.provider.capabilities.provider) + usage.outputTokens
 
 /** What `sessionId` and every session below it in `tree` used (the whole tree for its top session). */
 const usedBelow = (services: Services, tree: Tree, sessionId: string | undefined): Used => {
   let steps = 0
   let usage: AgentEvent.Usage | undefined
   let cost: number | undefined
+  let unpriced = false
   const isBelow = (id: string): boolean => {
     if (sessionId === undefined || id === sessionId) return true
     const parent = tree.members.get(id)?.parent
@@ -148,10 +153,11 @@ const usedBelow = (services: Services, tree: Tree, sessionId: string | undefined
     if (member.usage === undefined) continue
     usage = ModelResponse.addUsage(usage, member.usage)
     const priced = PromptCache.costOf(services, member.usage)
-    // A model with no price adds no cost: the budget's dollars are of the models that have one.
-    if (priced.cost !== null) cost = Math.round(((cost ?? 0) + priced.cost) * 1_000_000) / 1_000_000
+    // A model with no price makes the cost unknown: a `maxCost` budget then fails closed (`overBudget`).
+    if (priced.cost === null) unpriced = true
+    else cost = Math.round(((cost ?? 0) + priced.cost) * 1_000_000) / 1_000_000
   }
-  return { steps, usage, cost }
+  return { steps, usage, cost, unpriced }
 }
 
 /** The tree a turn belongs to: its parent's, for a subagent's turn; its own, for a top turn. */
@@ -160,7 +166,8 @@ const treeOf = (runtime: Runtime, turn: Turn): Tree => {
   if (link !== undefined) return link.tree
   const known = runtime.roots.get(turn)
   if (known !== undefined) return known
-  const budget = (turn.work._tag === "New" ? turn.work.budget : undefined) ?? runtime.budget
+  // The turn's own budget tightens the engine's, limit by limit; it never lifts one.
+  const budget = Task.tighter(turn.work._tag === "New" ? turn.work.budget : undefined, runtime.budget)
   const tree: Tree = { budget, members: new Map([[turn.session.sessionId, { parent: undefined, steps: 0, usage: undefined }]]), started: 0 }
   runtime.roots.set(turn, tree)
   return tree
@@ -179,7 +186,7 @@ export const seed = (turn: Turn, spent: ResumedSpend.Spent, stepsDone: number): 
   const members = new Map<string, Member>([[sessionId, { parent: undefined, steps: stepsDone, usage: undefined }]])
   for (const child of spent.children) members.set(child.childSessionId, { parent: sessionId, steps: child.steps, usage: child.usage })
   // Its children and theirs: a grandchild started before the pause counts as one started now would.
-  runtime.roots.set(turn, { budget: spent.budget ?? runtime.budget, members, started: spent.started })
+  runtime.roots.set(turn, { budget: Task.tighter(spent.budget, runtime.budget), members, started: spent.started })
 }
 
 /** Whether a tree has used more than its budget. */
@@ -188,8 +195,9 @@ const overBudget = (services: Services, tree: Tree): boolean => {
   if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined)) return false
   const used = usedBelow(services, tree, undefined)
   // Checked before a step counts: the tree's steps so far are all it may take.
-  return (budget.maxTokens !== undefined && tokensOf(used.usage) > budget.maxTokens) ||
-    (budget.maxCost !== undefined && (used.cost ?? 0) > budget.maxCost) ||
+  // Spending at a model with no price is over any `maxCost`: a cap that cannot be counted is not skipped.
+  return (budget.maxTokens !== undefined && tokensOf(services, used.usage) > budget.maxTokens) ||
+    (budget.maxCost !== undefined && (used.unpriced || (used.cost ?? 0) > budget.maxCost)) ||
     (budget.maxSteps !== undefined && used.steps >= budget.maxSteps)
 }
 

@@ -16,6 +16,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import type * as Pricing from "../domain/Pricing.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
 import * as AgentHooks from "../services/AgentHooks.js"
@@ -27,6 +28,7 @@ import * as OwnedSpan from "./OwnedSpan.js"
 import * as PromptCache from "./PromptCache.js"
 import * as ResumedSpend from "./ResumedSpend.js"
 import * as StepRequest from "./StepRequest.js"
+import type { Services } from "./Services.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolPhase from "./ToolPhase.js"
 import { type Commit, storeAccepted, type Turn } from "./Turn.js"
@@ -67,12 +69,12 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
   }, Effect.uninterruptible(Effect.gen(function*() {
     const opened = yield* open(turn)
     if (opened === undefined) return { _tag: "NotStarted" } as const
-    const tally: ModelResponse.Tally = { usage: opened.spent.usage, compacted: opened.spent.compacted }
+    const tally: ModelResponse.Tally = { usage: opened.spent.usage, fresh: undefined, compacted: opened.spent.compacted }
     // The steps run in this fiber, interruptible: no fiber of their own to fork, wait for and join.
     yield* Effect.withFiberRuntime((fiber) => turn.cancel.attach(fiber))
     const exit = yield* Effect.exit(Effect.interruptible(stepsOf(turn, tally, opened)))
     yield* turn.cancel.detach
-    return yield* finish(turn, exit, tally.usage)
+    return yield* finish(turn, exit, tally, opened.spent.answered)
   })).pipe(Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", cause }))))
 
 /**
@@ -212,20 +214,49 @@ const shouldStop = (turn: Turn) => {
     )
 }
 
-/** The completion with the turn's usage and what it cost (`PromptCache.costOf`), when its model reported usage. */
-const withUsage = (turn: Turn, completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
-  usage === undefined ? completion : { ...completion, usage, ...PromptCache.costOf(turn.services, usage) }
+/** The completion with the turn's usage and what it cost (`costOfAnswers`), when its model reported usage. */
+const withUsage = (turn: Turn, completion: Completion, tally: ModelResponse.Tally, earlier: ReadonlyArray<ResumedSpend.Answered>): Completion =>
+  tally.usage === undefined ? completion : { ...completion, usage: tally.usage, ...costOfAnswers(turn.services, earlier, tally.fresh) }
+
+/**
+ * A turn's cost with each response priced at the model that answered it: `earlier`, what its log
+ * says the responses before a resume used, per model (`ResumedSpend`), and `fresh`, this process's
+ * responses, at its model. A turn resumed by a process on another model was priced wholly at the
+ * resuming model until December 2026. One model in all is one price of the sum, as before; any
+ * response of a model with no price makes the turn's cost unknown, naming it.
+ */
+const costOfAnswers = (services: Services, earlier: ReadonlyArray<ResumedSpend.Answered>, fresh: AgentEvent.Usage | undefined): Pricing.TurnCost => {
+  const { model, provider } = services.provider.capabilities
+  const byModel = new Map(earlier.map((a) => [`${a.provider}\u0000${a.model}`, a]))
+  if (fresh !== undefined) {
+    const key = `${provider}\u0000${model}`
+    const same = byModel.get(key)
+    byModel.set(key, { provider, model, usage: ModelResponse.addUsage(same?.usage, fresh)! })
+  }
+  let cost = 0
+  for (const answered of byModel.values()) {
+    const priced = PromptCache.costAt(services, answered.usage, answered.model, answered.provider)
+    if (priced.cost === null) return priced
+    cost = Math.round((cost + priced.cost) * 1_000_000) / 1_000_000
+  }
+  return { cost }
+}
 
 /**
  * Ends a turn from how its steps ended. Interrupted with no cancel asked for — the engine is
  * shutting down — a turn waiting for the user stays paused in the log, to be resumed by any process;
  * only the calls the shutdown cut short are closed, as `interrupted`.
  */
-const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usage: AgentEvent.Usage | undefined): Effect.Effect<Ending, EventStoreFailure> =>
+const finish = (
+  turn: Turn,
+  exit: Exit.Exit<Completion, EventStoreFailure>,
+  tally: ModelResponse.Tally,
+  earlier: ReadonlyArray<ResumedSpend.Answered>
+): Effect.Effect<Ending, EventStoreFailure> =>
   Effect.gen(function*() {
     turn.cancel.close()
     if (Exit.isSuccess(exit)) {
-      yield* close(turn.session, turn.commit, withUsage(turn, exit.value, usage))
+      yield* close(turn.session, turn.commit, withUsage(turn, exit.value, tally, earlier))
       return { _tag: "Closed" } as const
     }
     const storeFailure = Cause.failureOption(exit.cause)
@@ -241,13 +272,32 @@ const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usag
         yield* turn.commit(running.map((call) => EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")))
         return { _tag: "Paused" } as const
       }
-      yield* close(turn.session, turn.commit, withUsage(turn, { stopReason: "cancelled" }, usage))
+      yield* close(turn.session, turn.commit, withUsage(turn, { stopReason: "cancelled" }, tally, earlier))
       return { _tag: "Closed" } as const
     }
     // A defect in the turn's work: logged with its cause, never written into an event.
     yield* Effect.logError("the turn failed unexpectedly", exit.cause)
-    yield* close(turn.session, turn.commit, withUsage(turn, { stopReason: "error", errorCode: "internal_error" }, usage))
+    yield* close(turn.session, turn.commit, withUsage(turn, { stopReason: "error", errorCode: "internal_error" }, tally, earlier))
     return { _tag: "Closed" } as const
+  })
+
+/**
+ * Closes the open turn no run drives (a paused turn cancelled, a turn a crash left open) with what
+ * its log says it spent (`ResumedSpend`: its responses' `model.usage`), as a run's close counts it:
+ * the session's totals count `turn.completed`, so a close without the usage lost the spending.
+ */
+export const closeUndriven = (
+  services: Services,
+  session: LiveSession.LiveSession,
+  commit: Commit,
+  completion: Completion
+): Effect.Effect<void, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const open = session.live.state.openTurn
+    if (open === undefined) return yield* close(session, commit, completion)
+    const start = session.transcript.turnStart
+    const spent = yield* ResumedSpend.read(services.store, session.sessionId, open.turnId, start?.turnId === open.turnId ? start.sequence : 1, 0)
+    yield* close(session, commit, spent.usage === undefined ? completion : { ...completion, usage: spent.usage, ...costOfAnswers(services, spent.answered, undefined) })
   })
 
 /**

@@ -43,4 +43,25 @@ describe("effect-agent acp: usage", () => {
     agent.child.stdin.end()
     await agent.exited
   }, 60_000)
+
+  // Until December 2026 it said `cost: {amount: 0}` for a model with no price.
+  it("leaves the cost out of usage_update while no turn could be priced", async () => {
+    const cwd = join(dir, "unpriced")
+    mkdirSync(cwd, { recursive: true })
+    const script = join(dir, "unpriced.json")
+    writeFileSync(script, JSON.stringify({
+      provider: "anthropic",
+      model: "claude-unreleased-9",
+      maxContextTokens: 50_000,
+      responses: [{ chunks: ["one"], usage: { inputTokens: 100000, outputTokens: 1000 } }]
+    }))
+    const agent = scratch.launch(["--script", script, "--data-dir", join(dir, "data-unpriced")], { cwd })
+    await agent.initialize()
+    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+    await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "first" }] })
+    const usage = agent.updates.map((n) => n.update).filter((u) => u.sessionUpdate === "usage_update")
+    agent.child.stdin.end()
+    await agent.exited
+    expect(usage).toEqual([{ sessionUpdate: "usage_update", used: 100000, size: 50_000 }])
+  }, 60_000)
 })

@@ -32,6 +32,11 @@ describe("Pricing", () => {
     expect(Pricing.priceOf(Pricing.builtin, "claude-haiku-4-5-20251001")).toEqual(Pricing.builtin["claude-haiku-4-5"])
     expect(Pricing.priceOf(Pricing.builtin, "gpt-4.1-mini-2025-04-14")).toEqual(Pricing.builtin["gpt-4.1-mini"])
     expect(Pricing.priceOf(Pricing.builtin, "toString")).toBeUndefined()
+    // A snapshot listed at a price of its own is not priced as its model (until December 2026 GPT-4o's first, $5/$15, was priced as gpt-4o's $2.50/$10).
+    expect(Pricing.priceOf(Pricing.builtin, "gpt-4o-2024-05-13")).toEqual({ input: 5, output: 15 })
+    expect(Pricing.priceOf(Pricing.builtin, "gpt-4o-2024-08-06")).toEqual(Pricing.builtin["gpt-4o"])
+    // The CLI's default Anthropic model has its list price (a `--max-cost` on it is counted).
+    expect(Pricing.priceOf(Pricing.builtin, "claude-sonnet-5-5")).toEqual({ input: 2, output: 10, cacheRead: 0.2, cacheWrite: 2.5 })
     const table = Pricing.withOverrides({ "claude-haiku-4-5": { input: 0, output: 0 } })
     expect(Pricing.turnCost({ inputTokens: 5, outputTokens: 5, cacheReadTokens: 5 }, "claude-haiku-4-5", "anthropic", table)).toEqual({ cost: 0 })
     expect(Pricing.turnCost({ inputTokens: 5, outputTokens: 5 }, "claude-unreleased-9", "anthropic", table)).toEqual({ cost: null, costUnknown: "claude-unreleased-9" })
@@ -54,5 +59,9 @@ describe("a session's usage totals", () => {
     totals = Session.addUsage(totals, { usage: { inputTokens: 1, outputTokens: 0 }, cost: 0, costUnknown: "m" })
     expect(totals).toEqual({ usage: { inputTokens: 4, outputTokens: 2, cacheReadTokens: 7 }, cost: 0.3, costUnknown: ["m"] })
     expect(UsageText.totalsText(totals)).toBe("tokens in 4 · out 2 · cache read 7 — $0.30; cost unknown for m")
+    // Nothing priced: no dollars (until December 2026 `$0.00; cost unknown for m`, read as a known zero).
+    const unpriced = Session.addUsage({}, { usage: { inputTokens: 1, outputTokens: 2 }, cost: 0, costUnknown: "m" })
+    expect(UsageText.hasKnownCost(unpriced)).toBe(false)
+    expect(UsageText.totalsText(unpriced)).toBe("tokens in 1 · out 2 — cost unknown for m")
   })
 })
