@@ -23,7 +23,7 @@ import {
   type RewindRefused,
   type NothingToResume,
   type NoTurnInProgress,
-  type SessionBusy,
+  SessionBusy,
   Session,
   SessionEngine,
   type SessionNotFound,
@@ -228,6 +228,21 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const fanOut = Live.fanOut((sessionId, fromSequence) => engine.watchSession({ sessionId, fromSequence }))
     /** Fails 404 (as JSON) before a stream response commits to a status. */
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
+    /**
+     * After a cancel: a turn still open in the log that another process drives (a second `serve`, a
+     * CLI `run` on the same data dir) was not cancelled — this engine can only cancel what it runs.
+     * 409 `SessionBusy` then, as steering it is, rather than an `ok` for a Stop that stopped nothing.
+     */
+    const notDrivenElsewhere = (sessionId: string, turnId: string | undefined) =>
+      engine.sessionState({ sessionId }).pipe(
+        Effect.flatMap((state) =>
+          state.openTurn === undefined || (turnId !== undefined && state.openTurn.turnId !== turnId)
+            ? Effect.void
+            : Effect.flatMap(SessionEngine.drivenElsewhere(engine, sessionId), (holder) =>
+              holder === undefined ? Effect.void : Effect.fail(new SessionBusy({ sessionId, holder })))
+        ),
+        Effect.catchAll(toWire)
+      )
     /** A session's MCP servers started again after a restart, before its turn (an unknown session is left to the turn to refuse). */
     const restore = (sessionId: string): Effect.Effect<void> =>
       config.restoreServers === undefined
@@ -292,7 +307,12 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "turnId is given once, and is not empty" })),
           Effect.tap(() => exists(path.id)),
           // Named, only that turn: a Stop for a turn that has ended meanwhile leaves the next one (a follow-up's) running.
-          Effect.flatMap(({ turnId }) => engine.cancelTurn(turnId === undefined ? { sessionId: path.id } : { sessionId: path.id, turnId })),
+          Effect.flatMap(({ turnId }) =>
+            Effect.zipRight(
+              engine.cancelTurn(turnId === undefined ? { sessionId: path.id } : { sessionId: path.id, turnId }),
+              notDrivenElsewhere(path.id, turnId)
+            )
+          ),
           Effect.as({ ok: true as const })
         ))
       .handle("approve", ({ path, payload }) =>
