@@ -33,7 +33,8 @@ describe("listingBytes (the sessions listing as written)", () => {
       perf62list: i,
       ...summary(i, {
         turnCount: i,
-        usage: { perf62list: i, inputTokens: 1_000_003 + i, outputTokens: 7_000_001 + i, ...(i % 2 === 0 ? { cacheReadTokens: 3_000_017 + i } : {}) },
+        // Its own first key as well (not a literal of the usage type: the key is not one of its fields).
+        usage: { ...{ perf62list: i }, inputTokens: 1_000_003 + i, outputTokens: 7_000_001 + i, ...(i % 2 === 0 ? { cacheReadTokens: 3_000_017 + i } : {}) },
         cost: 0,
         costUnknown: ["scripted", "other-model"],
         title: "Parser refactor"
@@ -105,7 +106,8 @@ describe("listingBytes (the sessions listing as written)", () => {
       counts.map((n, j): Session.SessionSummary =>
         summary(i * 100 + j, {
           lastActivityAt: j % 3 === 0 ? field : "2026-12-02T10:00:01.000Z",
-          client: j % 4 === 1 ? field : "cli",
+          // A hostile store's client name: not one the type knows.
+          client: (j % 4 === 1 ? field : "cli") as Session.SessionSummary["client"],
           cwd: j % 2 === 0 ? field : "/work",
           turnCount: n,
           title: j % 5 === 0 ? `t${field}` : field,
