@@ -100,6 +100,13 @@ export const costOf = (usage: Usage, price: Price, provider: string): number => 
   return Math.round(dollars * 1_000_000) / 1_000_000
 }
 
+/**
+ * Whether a provider's spending is nothing to count against `maxCost`: the built-in echo model and a
+ * script without a provider (`fake`). Its reported usage stays unpriced in the log, but a cost cap
+ * neither refuses its turn nor trips on it; `maxTokens` still counts its tokens.
+ */
+export const spendsNothing = (provider: string): boolean => provider === "fake"
+
 /** A turn's cost as `turn.completed` records it: dollars, or `null` and the model no price is known for. */
 export type TurnCost = { readonly cost: number } | { readonly cost: null; readonly costUnknown: string }
 

@@ -30,6 +30,7 @@ import {
   SessionNotFound,
   TurnInProgress
 } from "../domain/Errors.js"
+import * as Pricing from "../domain/Pricing.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as SessionTitle from "../domain/SessionTitle.js"
@@ -789,8 +790,7 @@ const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget
  */
 const priced = (services: Services.Services): Effect.Effect<void, InvalidInput> => {
   const { model, provider } = services.provider.capabilities
-  // The built-in echo model and a script without a provider (`fake`) spend nothing to count.
-  return provider === "fake" || PromptCache.costOf(services, { inputTokens: 0, outputTokens: 0 }).cost !== null ? Effect.void : Effect.fail(
+  return Pricing.spendsNothing(provider) || PromptCache.costOf(services, { inputTokens: 0, outputTokens: 0 }).cost !== null ? Effect.void : Effect.fail(
     new InvalidInput({
       field: "budget",
       detail: `maxCost: no price is known for model ${model}; give it one in the settings' \`prices\` (the engine's \`prices\` option)`

@@ -195,9 +195,11 @@ const overBudget = (services: Services, tree: Tree): boolean => {
   if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined)) return false
   const used = usedBelow(services, tree, undefined)
   // Checked before a step counts: the tree's steps so far are all it may take.
-  // Spending at a model with no price is over any `maxCost`: a cap that cannot be counted is not skipped.
+  // Spending at a model with no price is over any `maxCost`: a cap that cannot be counted is not skipped
+  // (but on a provider that spends nothing to count, whose turn the engine let start under the cap).
+  const uncountable = used.unpriced && !Pricing.spendsNothing(services.provider.capabilities.provider)
   return (budget.maxTokens !== undefined && tokensOf(services, used.usage) > budget.maxTokens) ||
-    (budget.maxCost !== undefined && (used.unpriced || (used.cost ?? 0) > budget.maxCost)) ||
+    (budget.maxCost !== undefined && (uncountable || (used.cost ?? 0) > budget.maxCost)) ||
     (budget.maxSteps !== undefined && used.steps >= budget.maxSteps)
 }
 

@@ -90,6 +90,19 @@ describe("usage and budgets", () => {
       expect(refused).toMatchObject({ _tag: "InvalidInput", field: "budget" })
     }).pipe(Effect.provide(memEngine({ provider: "anthropic", model: "claude-unreleased-9", responses: [{ chunks: ["done"], usage: spend }] }, { budget: { maxCost: 1 } }))))
 
+  // Until December 2026 the engine let a `maxCost` turn start on the scripted model (it spends nothing to count), and the
+  // step check then counted its reported usage as unpriced: over any cap after the first response.
+  it.effect("maxCost on the scripted `fake` provider reporting usage: the turn runs to its end; maxTokens still counts", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go", budget: { maxCost: 0.01 } }))
+      expect(events.filter((e) => e.type === "model.usage")).toHaveLength(3)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      const capped = yield* collect(engine.runTurn({ sessionId, userMessage: "again", budget: { maxCost: 0.01, maxTokens: 150_000 } }))
+      expect(capped.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "budget_exceeded" })
+    }).pipe(Effect.provide(memEngine({ responses: [look("l1"), look("l2"), { chunks: ["done"], usage: spend }, look("l3"), look("l4"), { chunks: ["done"], usage: spend }] }))))
+
   it.effect("a price in the engine's `prices` for that model: the cap counts it", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine
