@@ -11,13 +11,13 @@
  * `[row1-cpu] gc-after-ours <run>` before each `gc()`, so that `bench/row1-deopts.mjs` counts V8's
  * traces (`--trace-deopt --trace-opt`) by run: code thrown away at a GC, deoptimizations, compiles.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
 import { count, scratch } from "./engine.js"
-import { median } from "./measure.js"
+import { mainThread, median } from "./measure.js"
 
 const [runs = 12, steps = 50] = process.argv.slice(2, 4).map(Number)
 const gc = !process.argv.includes("nogc")
@@ -29,16 +29,6 @@ const mark = (what: string, run: number) => {
 const cwd = join(scratch("row19cpu"), "work")
 mkdirSync(cwd, { recursive: true })
 writeFileSync(join(cwd, "a.txt"), "x".repeat(4095) + "\n")
-
-/** The main thread's CPU so far in µs (Linux; 0 elsewhere), in 10 ms ticks. */
-const mainThread = (): number => {
-  try {
-    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) * 10_000
-  } catch {
-    return 0
-  }
-}
 
 /** One run as row 19's `oursSteps`: answers the process's CPU µs a step and the main thread's µs. */
 const run = async (): Promise<{ cpu: number; main: number }> => {
