@@ -13,10 +13,9 @@
  * `gc()`, so that V8's traces (`--trace-deopt`, `--trace-opt`) can be told apart by side and round:
  * `bench/row1-deopts.mjs` counts them.
  */
-import { readFileSync } from "node:fs"
 import { Agent } from "@mariozechner/pi-agent-core"
 import { createSession, deltaTexts, engineRuntime, runTurn, scratch, storeLayer, touchPi } from "./engine.js"
-import { median } from "./measure.js"
+import { mainThread, median } from "./measure.js"
 import { perDeltaStreamFn, scriptedModel } from "./piScripted.js"
 import { perDeltaModel } from "./rows/turn.js"
 
@@ -24,15 +23,6 @@ const [rounds = 15, deltas = 10_000] = process.argv.slice(2, 4).map(Number)
 const jsonl = process.argv.includes("jsonl")
 const chunks = deltaTexts(deltas)
 
-/** The main thread's CPU so far in µs (Linux; 0 elsewhere), in 10 ms ticks. */
-const mainThread = (): number => {
-  try {
-    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) * 10_000
-  } catch {
-    return 0
-  }
-}
 /** Per side, the main thread's CPU and the events, summed over the measured rounds. */
 const mains = { ours: { us: 0, events: 0 }, pi: { us: 0, events: 0 } }
 let measuring = false

@@ -28,8 +28,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberStatus from "effect/FiberStatus"
+import * as Hash from "effect/Hash"
 import * as Mailbox from "effect/Mailbox"
 import * as RuntimeFlags from "effect/RuntimeFlags"
+import type * as Tracer from "effect/Tracer"
 import * as SessionState from "../domain/SessionState.js"
 import * as EventDraft from "./EventDraft.js"
 import * as LiveSession from "./LiveSession.js"
@@ -63,10 +65,50 @@ export const hold = (): number => {
       Chunk.unsafeFromArray([0, 1]),
       Chunk.of(0),
       Effect.runSync(Mailbox.make<never>()),
+      hashedFiberId(),
+      ...spanShapes(),
       ...engineShapes()
     ]
   }
   return kept.length
+}
+
+/**
+ * A fiber's id once hashed: `Hash.hash` caches the hash on the id itself (a property added to it),
+ * which gives the id a map of its own, reached only through V8's transition tree. Ids are hashed when
+ * they go into effect's hashed sets (an interruption's, a scope's); a span's step compares the fiber's
+ * id with its ref's (`FiberRefs`' `unsafeUpdateAs`). With no hashed id alive at a full GC, the map
+ * went, the next one hashed got a new one, and the code that had seen the old one was deoptimized
+ * ("wrong map") at every turn of bench row 19 (docs/benchmarks.md, "perf63steps").
+ */
+const hashedFiberId = (): FiberId.FiberId => {
+  const id = FiberId.make(0, 0)
+  Hash.hash(id)
+  return id
+}
+
+/**
+ * A span of effect's default (native) tracer, as the engine's spans are made (`OwnedSpan`): one still
+ * started and one ended, each with a parent (an `Option.some`) and an attribute. A span's fields are
+ * added to a fresh instance, so its map was reached only through V8's transition tree: a tool step
+ * makes 7 spans and keeps none, and with no span alive at a full GC (bench row 19: a fresh engine a
+ * turn, a `gc()` before each) the code of `attribute`, `makeSpan` and the tracer's `span` was thrown
+ * away at every turn (docs/benchmarks.md, "perf63steps"). Made by the default tracer, not an
+ * embedder's: no span of this reaches anything but this list.
+ */
+const spanShapes = (): ReadonlyArray<Tracer.Span> => {
+  const [parent, started, ended] = Effect.runSync(Effect.flatMap(
+    Effect.makeSpan("KeptShapes", { captureStackTrace: false }),
+    (parent) =>
+      Effect.all([
+        Effect.succeed(parent),
+        Effect.makeSpan("KeptShapes", { captureStackTrace: false, parent }),
+        Effect.makeSpan("KeptShapes", { captureStackTrace: false, parent })
+      ])
+  ))
+  for (const span of [started, ended]) span.attribute("kept", true)
+  ended.end(BigInt(0), Exit.void)
+  return [parent, started, ended]
 }
 
 /**
