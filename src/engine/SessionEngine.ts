@@ -62,6 +62,7 @@ import * as PromptCache from "./PromptCache.js"
 import * as SessionDriver from "./SessionDriver.js"
 import * as StartedNow from "./StartedNow.js"
 import type * as Turn from "./Turn.js"
+import { TurnSink } from "./TurnSink.js"
 import * as Watchers from "./Watchers.js"
 
 /** Whether a path is absolute on POSIX (`/…`) or Windows (a drive letter, or a `\\server` share), without the file system. */
@@ -484,15 +485,17 @@ export const make = (
           return Effect.flatMap(sessions.writable(sessionId), (session) =>
             Effect.uninterruptible(Effect.map(asked(session), (turn) => {
               taken = { session, turn }
-              return turn.sink!.channel
+              return turn.sink!
             }))).pipe(OwnedSpan.under(made))
         })
-        // One channel from the turn's sink, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
-        // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
-        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) => {
+        // One channel from the turn's sink, its first step the ask, with one finalizer around it: a second scoped stream
+        // (`Stream.unwrapScoped`, `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
+        return Stream.fromChannel(Channel.ensuringWith(TurnSink.channelAfter(take), (exit) => {
           const ended = Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
           if (taken === undefined) return ended
           const { session, turn } = taken
+          // The turn's end was dealt with as its sink ended (a stream read to its end, the usual case): nothing to abandon, known by a plain look.
+          if (turn.sink!.ended) return ended
           const abandoned = kept === undefined
             ? SessionDriver.abandon(session, turn)
             : Effect.flatMap(kept, (keep) => keep ? Effect.void : SessionDriver.abandon(session, turn))

@@ -22,13 +22,19 @@ import type * as Cause from "effect/Cause"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 
-const ended = Effect.succeed([Chunk.empty<AgentEvent>(), true] as const)
-
 /** A turn's events on their way to its caller. */
 export class TurnSink {
   private pending: Array<AgentEvent> = []
   private exit: Exit.Exit<void, EventStoreFailure> | undefined = undefined
   private reader: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+
+  /**
+   * Whether it has ended (or failed): the driver ends a turn's sink as it deals with the turn's end,
+   * in the same step, so a reader going away after this has nothing to abandon.
+   */
+  get ended(): boolean {
+    return this.exit !== undefined
+  }
 
   /** Hands `events` over (dropped once the sink has ended), resuming the reader if it waits. */
   offerAll(events: ReadonlyArray<AgentEvent>): void {
@@ -53,10 +59,25 @@ export class TurnSink {
   /** The events as a channel: each read takes everything handed over since the last, waiting for some. */
   readonly channel: Channel.Channel<Chunk.Chunk<AgentEvent>, unknown, EventStoreFailure, unknown, void, unknown> = Channel.suspend(() => this.loop)
 
+  /**
+   * The events of the sink `asked` answers, as one channel: its first step asks and takes what was
+   * handed over meanwhile, and the events handed over with the end are written as its last — a
+   * channel step fewer at each end than {@link channel} after the ask (each step of a caller's
+   * `Stream.run*` is ~7 Effect operations of effect's channel executor).
+   */
+  static channelAfter<E>(asked: Effect.Effect<TurnSink, E>): Channel.Channel<Chunk.Chunk<AgentEvent>, unknown, E | EventStoreFailure, unknown, void, unknown> {
+    return Channel.flatMap(Channel.fromEffect(Effect.flatMap(asked, (sink) => sink.take)), ([events, done, sink]) => sink.next(events, done))
+  }
+
   private readonly loop: Channel.Channel<Chunk.Chunk<AgentEvent>, unknown, EventStoreFailure, unknown, void, unknown> = Channel.flatMap(
     Channel.fromEffect(Effect.suspend(() => this.take)),
-    ([events, done]) => done ? Channel.void : Channel.zipRight(Channel.write(events), this.loop)
+    ([events, done]) => this.next(events, done)
   )
+
+  private next(events: Chunk.Chunk<AgentEvent>, done: boolean): Channel.Channel<Chunk.Chunk<AgentEvent>, unknown, EventStoreFailure, unknown, void, unknown> {
+    if (!done) return Channel.zipRight(Channel.write(events), this.loop)
+    return events.length === 0 ? Channel.void : Channel.write(events)
+  }
 
   private done(exit: Exit.Exit<void, EventStoreFailure>): void {
     if (this.exit !== undefined) return
@@ -71,14 +92,20 @@ export class TurnSink {
     reader(Effect.void)
   }
 
-  private readonly take: Effect.Effect<readonly [Chunk.Chunk<AgentEvent>, boolean], EventStoreFailure> = Effect.suspend(() => {
+  /**
+   * Everything handed over since the last take (waiting for some), and whether the stream ends after
+   * it: the events handed over before a successful end are taken with it; before a failure, without
+   * it (the failure is the next take's).
+   */
+  private readonly take: Effect.Effect<readonly [Chunk.Chunk<AgentEvent>, boolean, TurnSink], EventStoreFailure> = Effect.suspend(() => {
+    const exit = this.exit
     if (this.pending.length > 0) {
       const events = Chunk.unsafeFromArray(this.pending)
       this.pending = []
-      return Effect.succeed([events, false] as const)
+      return Effect.succeed([events, exit !== undefined && Exit.isSuccess(exit), this] as const)
     }
-    if (this.exit !== undefined) return Exit.isSuccess(this.exit) ? ended : Effect.failCause(this.exit.cause)
-    return Effect.zipRight(this.wait, this.take)
+    if (exit === undefined) return Effect.zipRight(this.wait, this.take)
+    return Exit.isSuccess(exit) ? Effect.succeed([Chunk.empty<AgentEvent>(), true, this] as const) : Effect.failCause(exit.cause)
   })
 
   private readonly wait: Effect.Effect<void> = Effect.async<void>((resume) => {

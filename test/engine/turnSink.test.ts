@@ -17,6 +17,8 @@ import { stuckCuts } from "../interleavings.js"
 
 /** A stand-in event: the sink hands events on and never reads them. */
 const event = (sequence: number) => ({ sequence }) as unknown as AgentEvent
+/** Whether a reader waits on the sink. */
+const waiting = (sink: TurnSink) => (sink as unknown as { reader: unknown }).reader !== undefined
 const sequences = (chunks: ReadonlyArray<Chunk.Chunk<AgentEvent>>) => chunks.map((chunk) => Chunk.toReadonlyArray(chunk).map((e) => e.sequence))
 
 describe("TurnSink", () => {
@@ -67,6 +69,39 @@ describe("TurnSink", () => {
       yield* sink.end
       const second = yield* Stream.runCollect(Stream.fromChannel(sink.channel))
       expect(Chunk.toReadonlyArray(second).map((e) => e.sequence)).toEqual([1])
+    }))
+})
+
+describe("TurnSink.channelAfter: the ask as the channel's first step", () => {
+  it.effect("what the ask handed over is the first read; what came with the end is read with it, the stream's last", () =>
+    Effect.gen(function*() {
+      const sink = new TurnSink()
+      const asked = Effect.sync(() => {
+        sink.offerAll([event(1), event(2)])
+        return sink
+      })
+      const read = yield* Effect.fork(Stream.runCollect(Stream.fromChannel(TurnSink.channelAfter(asked)).pipe(Stream.chunks)))
+      // The reader has taken what the ask handed over and waits.
+      yield* Effect.repeat(Effect.yieldNow(), { until: () => waiting(sink) })
+      expect(sink.ended).toBe(false)
+      sink.offerAll([event(3)])
+      yield* sink.end
+      expect(sink.ended).toBe(true)
+      expect(sequences(Chunk.toReadonlyArray(yield* Fiber.join(read)))).toEqual([[1, 2], [3]])
+    }))
+
+  it.effect("the ask's failure is the stream's, and a failure after hand-overs comes after them", () =>
+    Effect.gen(function*() {
+      const failure = new EventStoreFailure({ reason: "unavailable", operation: "append", detail: "down" })
+      const refused = yield* Effect.exit(Stream.runCollect(Stream.fromChannel(TurnSink.channelAfter(Effect.fail(failure)))))
+      expect(refused).toEqual(Exit.fail(failure))
+      const sink = new TurnSink()
+      sink.offerAll([event(1)])
+      yield* sink.failCause(Cause.fail(failure))
+      const read: Array<number> = []
+      const exit = yield* Effect.exit(Stream.runForEach(Stream.fromChannel(TurnSink.channelAfter(Effect.succeed(sink))), (e) => Effect.sync(() => read.push(e.sequence))))
+      expect(read).toEqual([1])
+      expect(exit).toEqual(Exit.fail(failure))
     }))
 })
 
