@@ -159,11 +159,18 @@ const transportOf = (options: Options): Transport => {
   }
   // Git told to use a bare repository only when named, as for shell commands: a server that runs
   // git in a clone (a git server, a linter) would otherwise run a committed bare repository's config.
-  const env = Environment.withSafeGit({
+  const merged: Record<string, string> = {
     ...Environment.build(options.sourceEnv ?? process.env, { ...options.env, hidden: options.hiddenEnv ?? [], cwd: options.cwd }),
     ...server.env
-  })
-  const [command, ...args] = [...options.prefix, server.command, ...(server.args ?? [])]
+  }
+  // The server's own `PATH` searched as the agent's is (absolute folders only: a relative one names a
+  // folder from wherever the process stands), and its program spawned by the absolute path found
+  // there — the file trust covered when it is in the project (`McpFiles.pathCandidates`), not one a
+  // relative folder, or the prefix's own lookup, finds instead (review 63b).
+  if (merged.PATH !== undefined) merged.PATH = Environment.searchPath(merged.PATH)
+  const env = Environment.withSafeGit(merged)
+  const program = server.command.includes("/") ? server.command : Sandbox.which(server.command, env.PATH) ?? server.command
+  const [command, ...args] = [...options.prefix, program, ...(server.args ?? [])]
   return new StdioTransport({ command: command!, args, env, cwd: options.cwd })
 }
 
