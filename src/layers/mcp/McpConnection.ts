@@ -33,7 +33,7 @@ import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
 import * as McpNames from "./McpNames.js"
 import * as McpSecrets from "./McpSecrets.js"
-import { StdioTransport } from "./StdioTransport.js"
+import { StdioTransport, UnreadError } from "./StdioTransport.js"
 
 /** A server that could not be started, listed or configured; `message` is one line naming the server. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
@@ -152,6 +152,37 @@ const programMissing = (program: string, cwd: string, path: string | undefined):
   return Sandbox.which(program, path) === undefined
 }
 
+/**
+ * Whether `server` is a Python that would put the folder it starts in first on `sys.path` for a
+ * module that is not there (`python3 -m mcp_server_fetch`, `python3 -c …`): a file the project has
+ * at its root named like a standard module (`argparse.py`, `json/`), made after trust, would run in
+ * its place (the shell's commands ask for it, `PythonShadows`). `PYTHONSAFEPATH=1` (Python 3.11+;
+ * an older Python ignores it, and the folder stays on the path) leaves it off. Not when the module
+ * is the project's own (`-m tools.server` with a `tools/` there): that needs the folder, and it is
+ * the project's code trust covers already.
+ */
+const startsFromFolder = (server: McpConfig.Stdio, cwd: string): boolean => {
+  if (!/^(?:python[0-9.]*|pypy3?)$/.test(server.command.split("/").at(-1) ?? "")) return false
+  const args = server.args ?? []
+  // Among python's options only, before its script (whose own arguments may be `-m` too).
+  const script = args.findIndex((arg) => !arg.startsWith("-"))
+  const at = args.findIndex((arg, i) => (script === -1 || i < script) && (arg === "-c" || arg.startsWith("-m")))
+  if (at === -1) return false
+  if (args[at] === "-c") return true
+  const top = (args[at] === "-m" ? args[at + 1] ?? "" : args[at]!.slice(2)).split(".")[0]!
+  return top === "" || !existsIn(cwd, [top, `${top}.py`])
+}
+
+const existsIn = (folder: string, names: ReadonlyArray<string>): boolean =>
+  names.some((name) => {
+    try {
+      accessSync(resolvePath(folder, name))
+      return true
+    } catch {
+      return false
+    }
+  })
+
 const transportOf = (options: Options): Transport => {
   const { server } = options
   if (!McpConfig.isStdio(server)) {
@@ -159,11 +190,19 @@ const transportOf = (options: Options): Transport => {
   }
   // Git told to use a bare repository only when named, as for shell commands: a server that runs
   // git in a clone (a git server, a linter) would otherwise run a committed bare repository's config.
-  const env = Environment.withSafeGit({
+  const merged: Record<string, string> = {
     ...Environment.build(options.sourceEnv ?? process.env, { ...options.env, hidden: options.hiddenEnv ?? [], cwd: options.cwd }),
     ...server.env
-  })
-  const [command, ...args] = [...options.prefix, server.command, ...(server.args ?? [])]
+  }
+  // The server's own `PATH` searched as the agent's is (absolute folders only: a relative one names a
+  // folder from wherever the process stands), and its program spawned by the absolute path found
+  // there — the file trust covered when it is in the project (`McpFiles.pathCandidates`), not one a
+  // relative folder, or the prefix's own lookup, finds instead (review 63b).
+  if (merged.PATH !== undefined) merged.PATH = Environment.searchPath(merged.PATH)
+  if (server.env?.PYTHONSAFEPATH === undefined && startsFromFolder(server, options.cwd)) merged.PYTHONSAFEPATH = "1"
+  const env = Environment.withSafeGit(merged)
+  const program = server.command.includes("/") ? server.command : Sandbox.which(server.command, env.PATH) ?? server.command
+  const [command, ...args] = [...options.prefix, program, ...(server.args ?? [])]
   return new StdioTransport({ command: command!, args, env, cwd: options.cwd })
 }
 
@@ -244,7 +283,8 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       // own. The client's onerror also reports what the spec tells a client to ignore — a response
       // to a request it cancelled, progress for a token it no longer has — and a server that
       // answered a cancelled call late failed the next call, which found the connection broken.
-      transport.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${described(error)})`))
+      transport.onerror = (error) =>
+        Deferred.unsafeDone(broken, Effect.succeed(error instanceof UnreadError ? described(error) : `the server sent what is not MCP (${described(error)})`))
       starts++
       const timedOut = () => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: timed out after ${Duration.format(options.connectTimeout)}` })
       yield* Effect.tryPromise({
@@ -355,7 +395,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
         const outcome = yield* Effect.either(call).pipe(unlessBroken(current.broken, (why) => ({ _tag: "Broken" as const, why })), Effect.merge)
         if ("_tag" in outcome && outcome._tag === "Broken") {
           yield* drop(current)
-          return yield* failure(outcome.why.startsWith("the server closed") ? "mcp_server_failed" : "mcp_invalid_response", `${outcome.why}; it is started again on the next call`)
+          return yield* failure(outcome.why.startsWith("the server sent what is not MCP") ? "mcp_invalid_response" : "mcp_server_failed", `${outcome.why}; it is started again on the next call`)
         }
         if (outcome._tag === "Right") return outcome.right as CallToolResult
         const error = outcome.left

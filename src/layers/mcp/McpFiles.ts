@@ -182,6 +182,48 @@ const readsNoProject = (program: string, rest: ReadonlyArray<string>): boolean =
 }
 
 /**
+ * Where a package manager or a Python project tool looks for a program it is told to run before
+ * anything else: `pnpm exec x`, `pnpm x`, `yarn x`, `yarn exec x`, `bun run x`, `bun x` run the
+ * project's `node_modules/.bin/x`; `uv run x`, `poetry run x` its `.venv/bin/x` (npm's and `npx`'s
+ * are `RegistryFetch.localCopies`). Keyed by program; the subcommands that come before the name.
+ */
+const binFolders: Readonly<Record<string, { readonly folder: string; readonly sub: ReadonlySet<string> }>> = {
+  pnpm: { folder: "node_modules/.bin", sub: new Set(["exec", "run"]) },
+  yarn: { folder: "node_modules/.bin", sub: new Set(["exec", "run"]) },
+  bun: { folder: "node_modules/.bin", sub: new Set(["run", "x", "exec"]) },
+  uv: { folder: ".venv/bin", sub: new Set(["run"]) },
+  poetry: { folder: ".venv/bin", sub: new Set(["run"]) }
+}
+
+/** The most words after such a launcher that may be the program's name (its options' values can come first: `pnpm --filter a exec x`). */
+const binWords = 3
+
+/**
+ * The files of the project such a launcher's line may run (`binFolders`): for each of the first
+ * words after it that is not an option or a subcommand, that name in the launcher's folder. One that
+ * is an option's value instead binds a name where no file is, which costs nothing.
+ */
+const projectBins = (command: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const launcher = binFolders[command.split("/").at(-1) ?? ""]
+  if (launcher === undefined) return []
+  return args.filter((arg) => !arg.startsWith("-") && !launcher.sub.has(arg) && !arg.includes("/") && arg !== "." && arg !== "..")
+    .slice(0, binWords)
+    .map((name) => `${launcher.folder}/${name}`)
+}
+
+/**
+ * For a bare command (no `/`) and an `env` that sets `PATH`: the file each folder of that `PATH`
+ * would hold for it (`bin/mcp-server`, `/abs/project/bin/node`), in the order they are searched.
+ * Those inside the project are bound (`namedPaths`) — the program the server runs is one of them
+ * when it is there — and `McpConnection` spawns the one it found by its absolute path.
+ */
+export const pathCandidates = (server: McpConfig.Stdio): ReadonlyArray<string> => {
+  const path = server.env?.PATH
+  if (path === undefined || server.command.includes("/")) return []
+  return path.split(NodePath.delimiter).filter((folder) => folder !== "").map((folder) => NodePath.join(folder, server.command))
+}
+
+/**
  * The words of a server's launch that may name a file: the command, each argument, each word of
  * each variable's value, and of an argument that holds a command line (`sh -c "node tools/mcp.js"`)
  * each of its words; of `--option=value` its value too. With them, the files a program among those
@@ -225,9 +267,15 @@ const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>
   addScripts(server.command, server.args ?? [])
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
+  // A bare command is looked up in the server's own `PATH` when its `env` sets one: the program a
+  // folder of it inside the project holds is what runs (review 63b: `"PATH": "<project>/bin:…"`).
+  for (const file of pathCandidates(server)) out.push(file), code.add(file)
   // A launcher that runs the project's own copy of the package it names, when there is one.
   const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
   if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched)), above.push(...RegistryFetch.localCopies(fetched))
+  const ran = projectBins(server.command, server.args ?? [])
+  for (const file of ran) out.push(file), code.add(file)
+  above.push(...ran)
   return { words: out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://")), code, above }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The values a server's configuration gives it that are secrets — an HTTP server's header values
  * (`Authorization: Bearer …`, `x-api-key`) and its URL's userinfo, query values and path segments that read as keys, a stdio server's `env` values whose names say they are
- * keys or tokens — kept out of what the agent writes about the server: its errors (a 401 page or a
+ * keys or tokens and the values of its arguments' options that do (`--api-key X`, `--header "Authorization: …"`) — kept out of what the agent writes about the server: its errors (a 401 page or a
  * proxy's error that shows the request's headers back) and its tools' results go into the session's
  * log and to the model. Before, a server answering 500 with the request's headers put the user's
  * `Authorization` into `tool.failed`.
@@ -26,7 +26,7 @@ const secretName = /key|token|secret|passw|auth|credential|cookie/i
 export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
   const secrets = new Set<string>()
   const values = McpConfig.isStdio(server)
-    ? Object.entries(server.env ?? {}).filter(([name]) => secretName.test(name)).map(([, value]) => value)
+    ? [...Object.entries(server.env ?? {}).filter(([name]) => secretName.test(name)).map(([, value]) => value), ...argSecrets(server.args ?? [])]
     : Object.values(server.headers ?? {})
   for (const value of values) {
     for (const piece of [value, ...value.split(/[\s,;]+/)]) if (piece.length >= minLength) secrets.add(piece)
@@ -34,6 +34,35 @@ export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
   if (!McpConfig.isStdio(server)) for (const value of urlSecrets(server.url)) if (value.length >= minLength) secrets.add(value)
   // Longest first: a value is hidden whole before a word of it.
   return [...secrets].sort((a, b) => b.length - a.length)
+}
+
+/** Options whose value is an HTTP header (`Name: value`), as servers and proxies (`mcp-remote`) take one. */
+const headerOption = /^(?:-H|--header)$/
+
+/**
+ * The values of a stdio server's arguments that are secrets: the value of an option whose name says
+ * it is a key or token (`--api-key X`, `--token=X`), and of a header option (`--header
+ * "Authorization: Bearer X"`) the value of a header whose name says so. Before, only `env` values
+ * were hidden: a server that echoed the key its arguments gave it put it into `tool.failed`.
+ */
+const argSecrets = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  const header = (value: string) => {
+    const colon = value.indexOf(":")
+    if (colon > 0 && secretName.test(value.slice(0, colon))) out.push(value.slice(colon + 1).trim())
+  }
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (!arg.startsWith("-")) continue
+    const equals = arg.indexOf("=")
+    const [option, value] = equals > 0 ? [arg.slice(0, equals), arg.slice(equals + 1)] : [arg, undefined]
+    if (headerOption.test(option)) header(value ?? args[++i] ?? "")
+    else if (secretName.test(option) && /^--?[A-Za-z][\w.-]*$/.test(option)) {
+      const given = value ?? args[i + 1]
+      if (given !== undefined && (value !== undefined || !given.startsWith("-"))) out.push(given), i += value === undefined ? 1 : 0
+    }
+  }
+  return out
 }
 
 /** `written` decoded as a query's value is (`+` a space, then `%XX`), or as it is when an escape is malformed. */

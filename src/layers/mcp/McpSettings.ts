@@ -305,11 +305,32 @@ export const summary = (project: Project): ReadonlyArray<string> => {
       : [
         "Once trusted, each session in this project starts or connects to (its tools still ask before they run):",
         ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`),
+        ...pathSummary(entries, NodePath.dirname(project.path)),
         ...fetchedSummary(entries, project.files),
         ...filesSummary(project.files)
       ])
   ]
 }
+
+/**
+ * A line for each server whose `env` sets a `PATH` naming the project's folders (or relative ones):
+ * its program may be a file of the project found there (`McpFiles.pathCandidates`). Its value is
+ * shown — the listing shows only which variables are set, since a value may be a token.
+ */
+const pathSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>, cwd: string): ReadonlyArray<string> =>
+  entries.flatMap(([name, server]) => {
+    const path = McpConfig.isStdio(server) ? server.env?.PATH : undefined
+    if (path === undefined) return []
+    const folders = path.split(NodePath.delimiter).filter((folder) => folder !== "")
+    const relative = folders.filter((folder) => !NodePath.isAbsolute(folder))
+    const inside = folders.filter((folder) => NodePath.isAbsolute(folder) && Paths.isInside(NodePath, cwd, folder))
+    if (relative.length === 0 && inside.length === 0) return []
+    return [ProjectSettings.escapeControls(
+      `  ${name}: its PATH is ${JSON.stringify(path)}` +
+        (inside.length > 0 ? `, which names the project's ${inside.join(", ")}: a program there runs as this server (trust covers it as it is now)` : "") +
+        (relative.length > 0 ? `; relative folders (${relative.join(", ")}) are not searched` : "")
+    )]
+  })
 
 /** A line for each server a launcher fetches from a package registry at each start (`RegistryFetch`). */
 const fetchedSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>, files: ReadonlyArray<McpFiles.Bound>): ReadonlyArray<string> =>

@@ -27,10 +27,21 @@ import * as GroupGuardian from "./GroupGuardian.js"
 /** The longest line read from a server (the SDK's own bound). */
 export const maxLineBytes = 10 * 1024 * 1024
 
+/**
+ * The most bytes of the agent's messages a server may leave unread in its stdin (its pipe's and the
+ * agent's buffer): as much as one answer of an HTTP server may hold (`BoundedFetch.maxAnswerBytes`).
+ * The agent's own messages are small; only a server that stops reading while it asks for answers
+ * (`ping`) gets there.
+ */
+export const maxUnreadBytes = 16 * 1024 * 1024
+
 /** How long a server has to exit at each step of close (stdin ended, then SIGTERM) before the next. */
 const graceMillis = 2000
 /** How often, while stopping, a server's process group is looked at for its end. */
 const groupPollMillis = 25
+
+/** A server stopped for leaving the agent's messages unread (`maxUnreadBytes`): a broken server, not one that sent what is not MCP. */
+export class UnreadError extends Error {}
 
 /** Where and how a server runs. */
 export interface Params {
@@ -39,6 +50,8 @@ export interface Params {
   readonly env: Readonly<Record<string, string>>
   readonly cwd: string
   readonly maxLineBytes?: number | undefined
+  /** The most bytes written to the server and not yet read by it (default `maxUnreadBytes`). */
+  readonly maxUnreadBytes?: number | undefined
 }
 
 /**
@@ -90,6 +103,8 @@ export class StdioTransport implements Transport {
   // detached shell commands), which no signal of this transport may reach.
   private group: number | undefined
   private exited = false
+  // The wait for the server's stdin to drain, shared by every send made while it is full.
+  private drained: Promise<void> | undefined
 
   constructor(private readonly params: Params) {}
 
@@ -147,13 +162,37 @@ export class StdioTransport implements Transport {
     })
   }
 
+  /**
+   * Writes one message. While the pipe is full, every send waits for the one `drain` (one listener,
+   * however many sends wait); past `maxUnreadBytes` written and not read, the server is broken: it
+   * is stopped and the connection fails (`onerror`, then the close). Before, each send added its
+   * own `drain` listener and buffered without limit: a server that stopped reading its stdin and
+   * sent `ping` requests forever grew the agent's memory by 20 MiB a second, with no call running.
+   */
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin
     if (this.closed || stdin == null || !stdin.writable) return Promise.reject(new Error("Not connected"))
-    return new Promise((resolve) => {
-      if (stdin.write(`${JSON.stringify(message)}\n`)) resolve()
-      else stdin.once("drain", resolve)
+    if (stdin.write(`${JSON.stringify(message)}\n`)) return Promise.resolve()
+    const max = this.params.maxUnreadBytes ?? maxUnreadBytes
+    if (stdin.writableLength > max) {
+      this.stopReading()
+      this.kill("SIGKILL")
+      const error = new UnreadError(`the server left more than ${max} bytes of the agent's messages unread`)
+      this.onerror?.(error)
+      this.ended()
+      return Promise.reject(error)
+    }
+    this.drained ??= new Promise<void>((resolve) => {
+      const done = () => {
+        stdin.off("drain", done)
+        stdin.off("close", done)
+        this.drained = undefined
+        resolve()
+      }
+      stdin.on("drain", done)
+      stdin.on("close", done)
     })
+    return this.drained
   }
 
   /**
@@ -209,7 +248,10 @@ export class StdioTransport implements Transport {
       const until = Date.now() + millis
       const look = () => {
         if (!this.groupRunning() || Date.now() >= until) return resolve()
-        setTimeout(look, Math.min(groupPollMillis, Math.max(0, until - Date.now()))).unref()
+        // Referenced: a program whose only work left is this stop (an embedder's scope closing on a
+        // server that ignores its stdin's end) waits for it. Unreferenced, it exited 0 mid-stop, its
+        // result or error never seen (review 63b).
+        setTimeout(look, Math.min(groupPollMillis, Math.max(0, until - Date.now())))
       }
       look()
     })
