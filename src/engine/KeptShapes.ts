@@ -33,9 +33,12 @@ import * as Mailbox from "effect/Mailbox"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import type * as Tracer from "effect/Tracer"
 import * as SessionState from "../domain/SessionState.js"
+import * as ModelProvider from "../services/ModelProvider.js"
 import * as EventDraft from "./EventDraft.js"
 import * as LiveSession from "./LiveSession.js"
 import { LiveTranscript } from "./LiveTranscript.js"
+import * as ModelResponse from "./ModelResponse.js"
+import * as Services from "./Services.js"
 import { TurnSink } from "./TurnSink.js"
 
 let kept: ReadonlyArray<unknown> | undefined
@@ -121,5 +124,18 @@ const engineShapes = (): ReadonlyArray<unknown> => {
   const state = SessionState.fromCreated({ id: "", sessionId: "kept", sequence: 1, timestamp: at, type: "session.created", payload: { cwd: "/", client: "cli" } })
   const session = LiveSession.make(state, new LiveTranscript())
   const draft = EventDraft.modelDelta("")
-  return [session, session.live, new SessionState.Folder(state), new TurnSink(), LiveSession.eventOf(state.sessionId, "kept", 2, at, draft)]
+  return [
+    session,
+    session.live,
+    new SessionState.Folder(state),
+    new TurnSink(),
+    LiveSession.eventOf(state.sessionId, "kept", 2, at, draft),
+    // A response's reading, and the pieces the adapters hand over most (a text delta, a finish with
+    // and without usage): after a full GC with none alive, the reading's code of a piece was thrown away
+    // and compiled again for each turn's first response, and left again at its finish (perf63core).
+    ModelResponse.keptReading(Services.defaultOptions),
+    ModelProvider.textDelta(""),
+    ModelProvider.finish("stop"),
+    ModelProvider.finish("stop", { inputTokens: 0, outputTokens: 0 })
+  ]
 }

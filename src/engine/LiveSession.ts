@@ -219,7 +219,8 @@ export const commit = (
         }),
         Effect.map(() => {
           session.state = state
-          for (const event of events) session.transcript.add(event)
+          // Indexed loops on the per-event path: a `for…of` makes an iterator result an event wherever it is not optimized.
+          for (let i = 0; i < events.length; i++) session.transcript.add(events[i]!)
           services.watchers.publish(session.sessionId, events)
           // Unbounded: the consumer's sink takes the whole batch at once.
           sink?.offerAll(events)
@@ -246,7 +247,8 @@ const build = (
   // What a guard sees: the state folded so far, made only if the guard reads it.
   const view: Live | undefined = guard === undefined ? undefined : new FoldView(fold, session.transcript)
   const events: Array<{ id: string } & AgentEvent> = []
-  for (const draft of drafts) {
+  for (let i = 0; i < drafts.length; i++) {
+    const draft = drafts[i]!
     if (guard !== undefined && !guard(view!, draft)) continue
     const event = eventOf(sessionId, turnId, fold.lastSequence + 1, at, draft)
     fold.add(event)

@@ -6,6 +6,7 @@
  * @since 0.2.0
  * @internal
  */
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
@@ -13,7 +14,7 @@ import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import { type FinishReason, type ModelChunk, nextMacrotask, type RunAhead, runAheadIn, takeWithin } from "../services/ModelProvider.js"
 import { shownName, type ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
-import { commitWindowMs, responseLimits } from "./Services.js"
+import { commitWindowMs, responseLimits, type TurnOptions } from "./Services.js"
 import * as ChunkShape from "./ChunkShape.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -88,7 +89,7 @@ const windowPieces = 1024
  * warning for an id used before (a model's slip), debug for one no vendor takes (routine for some
  * compatible servers). Only a batch that renamed a call pays for it: a commit is the hot path.
  */
-const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly to: string; readonly tool: string }>) =>
+const renamedLogged = (renamed: ReadonlyArray<Renamed>) =>
   Effect.forEach(renamed, ({ from, to, tool }) =>
     (ToolCallIds.vendorsTake(from)
       ? Effect.logWarning("the model's tool call id was used before in this session; the call is stored under another")
@@ -103,6 +104,191 @@ const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly 
  */
 const logged = shownName
 
+/** A call stored under another id than the model's (`ToolCallIds`). */
+type Renamed = { readonly from: string; readonly to: string; readonly tool: string }
+
+/**
+ * What one response has read so far, and the reading of its pieces into batches of drafts: a class,
+ * so that the per-piece work is one function of the process's. It was closures made per response
+ * (the batch's commit) and per batch (the read of a piece); V8 compiles the hot loop of a commit
+ * inlining the closure it saw, and every later batch — a new closure — left that code at once
+ * ("wrong call target"), over and over in a process that keeps its engine, and per response in one
+ * that makes an engine a turn (docs/benchmarks.md, "perf63core").
+ */
+class Reading {
+  readonly calls: Array<ToolCallInput> = []
+  stored = false
+  finishReason: FinishReason | undefined = undefined
+  /**
+   * The ids this response's calls are stored under, the batch being built included: the log's are
+   * the transcript's once committed.
+   */
+  readonly ids = new Set<string>()
+  // What a hostile endpoint could otherwise stream without end (TurnOptions.maxResponse): the
+  // text's characters, and its deltas and calls, counted as they come.
+  readonly maxToolCalls: number
+  readonly maxChars: number
+  readonly maxDeltas: number
+  chars = 0
+  deltas = 0
+  tooLarge = false
+  /**
+   * Calls past the first one over the turn's limit are never stored: the turn ends at that one
+   * (TurnDriver), so 100,000 calls in one response cost what 101 do.
+   */
+  callsOver = 0
+  /** A piece of a shape its type does not allow (ChunkShape): the response ends at it, failed. */
+  malformed: ProviderFailure | undefined = undefined
+  /** The batch being read: its drafts, the calls it asks for, and the calls stored under another id. */
+  drafts: Array<AgentEvent.TurnEventDraft> = []
+  asked: Array<ToolCallInput> = []
+  renamed: Array<Renamed> = []
+  readonly guard: LiveSession.Guard
+  readonly taken: (id: string) => boolean
+
+  constructor(readonly turn: Turn, readonly built: PromptCache.RequestParts, readonly tally: Tally, options: TurnOptions) {
+    this.guard = guardOf(turn)
+    this.taken = (id) => this.ids.has(id) || turn.session.transcript.hasCallId(id)
+    this.maxToolCalls = options.maxToolCalls
+    const { chars, deltas } = responseLimits(options)
+    this.maxChars = chars
+    this.maxDeltas = deltas
+  }
+
+  /** Whether the response has ended at a piece: too large, or malformed. */
+  get ended(): boolean {
+    return this.tooLarge || this.malformed !== undefined
+  }
+
+  /** Reads `pieces` into a batch and commits it (nothing when none makes a draft). */
+  commitBatch(pieces: Chunk.Chunk<ModelChunk>): Effect.Effect<void, EventStoreFailure> {
+    const drafts: Array<AgentEvent.TurnEventDraft> = this.drafts = []
+    const asked: Array<ToolCallInput> = this.asked = []
+    const renamed: Array<Renamed> = this.renamed = []
+    // Indexed: a `for…of` over the chunk made an iterator result a piece wherever this loop is not optimized.
+    const array = Chunk.toReadonlyArray(pieces)
+    for (let i = 0; i < array.length; i++) {
+      if (this.tooLarge || this.malformed !== undefined) break
+      const piece = array[i]!
+      // A piece that is no object (`null`, a string) is refused as one of no known tag is.
+      if (typeof piece !== "object" || piece === null) {
+        this.malformed = ChunkShape.refused(ChunkShape.faults.notObject)
+        break
+      }
+      // Each field is read once, into a local, before anything of the piece is kept: a getter that
+      // throws (an adapter's object, a Proxy) ends the response as an unreadable chunk, and one
+      // that answers otherwise the second time cannot make what is stored differ from what was checked.
+      try {
+        this.readPiece(piece)
+      } catch {
+        this.malformed = ChunkShape.refused(ChunkShape.faults.unreadable)
+      }
+    }
+    if (drafts.length === 0) return Effect.void
+    const commit = this.turn.commit(drafts, this.guard)
+    return Effect.flatMap(renamed.length === 0 ? commit : Effect.zipRight(renamedLogged(renamed), commit), (events) => {
+      // The guard stores a batch whole or, once a cancel is requested, not at all: its calls run
+      // exactly when they were stored.
+      if (events.length > 0) {
+        this.stored = true
+        for (const call of asked) this.calls.push(call)
+      }
+      return Effect.void
+    })
+  }
+
+  /** Reads one piece into the batch (or marks the response too large or malformed). */
+  readPiece(piece: ModelChunk): void {
+    const { turn } = this
+    switch (piece._tag) {
+      case "TextDelta":
+      case "ThinkingDelta": {
+        // Thinking counts against the response's limits as its text does: a thinking stream without end ends like one of text.
+        const thinking = piece._tag === "ThinkingDelta"
+        const { text } = piece as { readonly text: unknown }
+        if (typeof text !== "string") {
+          this.malformed = ChunkShape.refused(thinking ? ChunkShape.faults.thinking : ChunkShape.faults.text)
+          break
+        }
+        this.chars += text.length
+        if (++this.deltas > this.maxDeltas || this.chars > this.maxChars) this.tooLarge = true
+        else if (text !== "") this.drafts.push(thinking ? EventDraft.thinkingDelta(text) : EventDraft.modelDelta(text))
+        break
+      }
+      case "ThinkingBlock": {
+        const end = ChunkShape.thinkingEnd(piece)
+        if (typeof end === "string") {
+          this.malformed = ChunkShape.refused(end)
+          break
+        }
+        this.chars += (end.signature?.length ?? 0) + (end.redacted?.length ?? 0)
+        if (++this.deltas > this.maxDeltas || this.chars > this.maxChars) this.tooLarge = true
+        else {
+          const { model, provider } = turn.services.provider.capabilities
+          this.drafts.push(EventDraft.thinkingBlock({ provider, model, ...end }))
+        }
+        break
+      }
+      case "ToolCall": {
+        // A call is a piece of the response too: a stream of calls without end ends like one of text.
+        if (++this.deltas > this.maxDeltas) {
+          this.tooLarge = true
+          break
+        }
+        if ((turn.session.live.state.openTurn?.toolCallCount ?? 0) + this.asked.length > this.maxToolCalls) {
+          this.callsOver++
+          break
+        }
+        // What is stored is what runs: the arguments read once into plain data (too deep to walk
+        // replaced) before either, and an id the session used or no vendor takes gets another (ToolCallIds).
+        const { tool, toolCallId: modelId } = piece
+        const args = ChunkShape.callArguments(piece.args)
+        const fault = ChunkShape.callFault({ toolCallId: modelId, tool }, args)
+        if (fault !== undefined) {
+          this.malformed = ChunkShape.refused(fault)
+          break
+        }
+        const toolCallId = ToolCallIds.storedId(modelId, this.taken, turn.session.transcript.renamedCallIds)
+        this.ids.add(toolCallId)
+        if (toolCallId !== modelId) this.renamed.push({ from: modelId, to: toolCallId, tool })
+        // `args` is JSON here: `callFault` refused the call otherwise.
+        const call = { toolCallId, tool, args: args! }
+        this.asked.push(call)
+        this.drafts.push(EventDraft.toolCallRequested(call))
+        break
+      }
+      case "Finish": {
+        const { reason, usage: reported } = piece
+        const fault = ChunkShape.finishFault({ reason, usage: reported })
+        if (fault !== undefined) {
+          this.malformed = ChunkShape.refused(fault)
+          break
+        }
+        // Made counts here, as the events store them (`EventDraft.usageOf`): a count that is NaN,
+        // negative or missing (a compatible server leaving out `completion_tokens`) is 0 in the
+        // turn's total too, which its budget and `turn.completed` read — not a NaN that no limit trips.
+        const usage = reported === undefined ? undefined : EventDraft.usageOf(ChunkShape.usageCounts(reported))
+        const { tally } = this
+        tally.usage = addUsage(tally.usage, usage)
+        tally.fresh = addUsage(tally.fresh, usage)
+        this.finishReason = reason
+        // Stored in the response's last batch: no append of its own when the response has text or calls.
+        if (usage !== undefined) this.drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, usage, turn.services.provider.capabilities, this.built))
+        break
+      }
+      default:
+        this.malformed = ChunkShape.refused(ChunkShape.faults.unknownTag)
+    }
+  }
+}
+
+/**
+ * A reading of no response, for `KeptShapes` to keep: its shape (hidden class) and the code built on
+ * it outlive a full GC between turns. Made as every reading is, nothing of it ever read.
+ */
+export const keptReading = (options: TurnOptions): unknown =>
+  new Reading({ cancel: { requested: false } } as Turn, undefined as unknown as PromptCache.RequestParts, { usage: undefined, fresh: undefined, compacted: undefined }, options)
+
 /**
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
  * commit takes everything that has arrived since the last one, so a provider handing over one
@@ -115,140 +301,7 @@ const logged = shownName
  */
 const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
-    const guard = guardOf(turn)
-    const calls: Array<ToolCallInput> = []
-    let stored = false
-    let finishReason: FinishReason | undefined
-    // The ids this response's calls are stored under, the batch being built included: the log's are
-    // the transcript's once committed.
-    const ids = new Set<string>()
-    const taken = (id: string) => ids.has(id) || turn.session.transcript.hasCallId(id)
-    // What a hostile endpoint could otherwise stream without end (TurnOptions.maxResponse): the
-    // text's characters, and its deltas and calls, counted as they come.
-    const { maxToolCalls } = turn.services.options
-    const { chars: maxChars, deltas: maxDeltas } = responseLimits(turn.services.options)
-    let chars = 0
-    let deltas = 0
-    let tooLarge = false
-    // Calls past the first one over the turn's limit are never stored: the turn ends at that one
-    // (TurnDriver), so 100,000 calls in one response cost what 101 do.
-    let callsOver = 0
-    // A piece of a shape its type does not allow (ChunkShape): the response ends at it, failed.
-    let malformed: ProviderFailure | undefined
-
-    const commitBatch = (pieces: Iterable<ModelChunk>): Effect.Effect<void, EventStoreFailure> => {
-      const drafts: Array<AgentEvent.TurnEventDraft> = []
-      const asked: Array<ToolCallInput> = []
-      const renamed: Array<{ readonly from: string; readonly to: string; readonly tool: string }> = []
-      /** Reads one piece into the batch (or marks the response too large or malformed). */
-      const readPiece = (piece: ModelChunk) => {
-        switch (piece._tag) {
-          case "TextDelta":
-          case "ThinkingDelta": {
-            // Thinking counts against the response's limits as its text does: a thinking stream without end ends like one of text.
-            const thinking = piece._tag === "ThinkingDelta"
-            const { text } = piece as { readonly text: unknown }
-            if (typeof text !== "string") {
-              malformed = ChunkShape.refused(thinking ? ChunkShape.faults.thinking : ChunkShape.faults.text)
-              break
-            }
-            chars += text.length
-            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
-            else if (text !== "") drafts.push(thinking ? EventDraft.thinkingDelta(text) : EventDraft.modelDelta(text))
-            break
-          }
-          case "ThinkingBlock": {
-            const end = ChunkShape.thinkingEnd(piece)
-            if (typeof end === "string") {
-              malformed = ChunkShape.refused(end)
-              break
-            }
-            chars += (end.signature?.length ?? 0) + (end.redacted?.length ?? 0)
-            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
-            else {
-              const { model, provider } = turn.services.provider.capabilities
-              drafts.push(EventDraft.thinkingBlock({ provider, model, ...end }))
-            }
-            break
-          }
-          case "ToolCall": {
-            // A call is a piece of the response too: a stream of calls without end ends like one of text.
-            if (++deltas > maxDeltas) {
-              tooLarge = true
-              break
-            }
-            if ((turn.session.live.state.openTurn?.toolCallCount ?? 0) + asked.length > maxToolCalls) {
-              callsOver++
-              break
-            }
-            // What is stored is what runs: the arguments read once into plain data (too deep to walk
-            // replaced) before either, and an id the session used or no vendor takes gets another (ToolCallIds).
-            const { tool, toolCallId: modelId } = piece
-            const args = ChunkShape.callArguments(piece.args)
-            const fault = ChunkShape.callFault({ toolCallId: modelId, tool }, args)
-            if (fault !== undefined) {
-              malformed = ChunkShape.refused(fault)
-              break
-            }
-            const toolCallId = ToolCallIds.storedId(modelId, taken, turn.session.transcript.renamedCallIds)
-            ids.add(toolCallId)
-            if (toolCallId !== modelId) renamed.push({ from: modelId, to: toolCallId, tool })
-            // `args` is JSON here: `callFault` refused the call otherwise.
-            const call = { toolCallId, tool, args: args! }
-            asked.push(call)
-            drafts.push(EventDraft.toolCallRequested(call))
-            break
-          }
-          case "Finish": {
-            const { reason, usage: reported } = piece
-            const fault = ChunkShape.finishFault({ reason, usage: reported })
-            if (fault !== undefined) {
-              malformed = ChunkShape.refused(fault)
-              break
-            }
-            // Made counts here, as the events store them (`EventDraft.usageOf`): a count that is NaN,
-            // negative or missing (a compatible server leaving out `completion_tokens`) is 0 in the
-            // turn's total too, which its budget and `turn.completed` read — not a NaN that no limit trips.
-            const usage = reported === undefined ? undefined : EventDraft.usageOf(ChunkShape.usageCounts(reported))
-            tally.usage = addUsage(tally.usage, usage)
-            tally.fresh = addUsage(tally.fresh, usage)
-            finishReason = reason
-            // Stored in the response's last batch: no append of its own when the response has text or calls.
-            if (usage !== undefined) drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, usage, turn.services.provider.capabilities, built))
-            break
-          }
-          default:
-            malformed = ChunkShape.refused(ChunkShape.faults.unknownTag)
-        }
-      }
-      for (const piece of pieces) {
-        if (tooLarge || malformed !== undefined) break
-        // A piece that is no object (`null`, a string) is refused as one of no known tag is.
-        if (typeof piece !== "object" || piece === null) {
-          malformed = ChunkShape.refused(ChunkShape.faults.notObject)
-          break
-        }
-        // Each field is read once, into a local, before anything of the piece is kept: a getter that
-        // throws (an adapter's object, a Proxy) ends the response as an unreadable chunk, and one
-        // that answers otherwise the second time cannot make what is stored differ from what was checked.
-        try {
-          readPiece(piece)
-        } catch {
-          malformed = ChunkShape.refused(ChunkShape.faults.unreadable)
-        }
-      }
-      if (drafts.length === 0) return Effect.void
-      const commit = turn.commit(drafts, guard)
-      return Effect.flatMap(renamed.length === 0 ? commit : Effect.zipRight(renamedLogged(renamed), commit), (events) => {
-        // The guard stores a batch whole or, once a cancel is requested, not at all: its calls run
-        // exactly when they were stored.
-        if (events.length > 0) {
-          stored = true
-          for (const call of asked) calls.push(call)
-        }
-        return Effect.void
-      })
-    }
+    const reading = new Reading(turn, built, tally, turn.services.options)
 
     /**
      * Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream
@@ -262,8 +315,8 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         // Whether the stream's end is in already (taken with these pieces, or next, without a wait).
         endWithLast = done ? endWithLast || pieces.length > 0 : Option.isNone(run.arrived.unsafeSize())
         // The batch is read as its commit is made: past the limit, nothing more is taken.
-        const committed = commitBatch(pieces)
-        return done || tooLarge || malformed !== undefined ? committed : Effect.zipRight(committed, drain(run, false))
+        const committed = reading.commitBatch(pieces)
+        return done || reading.ended ? committed : Effect.zipRight(committed, drain(run, false))
       })
     const windowMs = commitWindowMs(turn.services.options)
     // When the last batch was taken (`performance.now()`): the commit window runs from there.
@@ -281,6 +334,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     ).pipe(
       // One step for what is said at the end and the response (its fields are final once the scope is closed).
       Effect.flatMap(() => {
+        const { calls, callsOver, finishReason, malformed, maxChars, maxDeltas, maxToolCalls, tooLarge } = reading
         if (malformed !== undefined) return Effect.fail(malformed)
         const response: Response = tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, endWithLast }
         const said = tooLarge
@@ -301,7 +355,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         )
       }),
       Effect.catchTag("ProviderFailure", (failure) =>
-        Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored } as Response))
+        Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored: reading.stored } as Response))
     )
   })
 

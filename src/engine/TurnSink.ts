@@ -39,7 +39,8 @@ export class TurnSink {
   /** Hands `events` over (dropped once the sink has ended), resuming the reader if it waits. */
   offerAll(events: ReadonlyArray<AgentEvent>): void {
     if (this.exit !== undefined) return
-    for (const event of events) this.pending.push(event)
+    const pending = this.pending
+    for (let i = 0; i < events.length; i++) pending.push(events[i]!)
     this.wake()
   }
 
