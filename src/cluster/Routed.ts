@@ -15,9 +15,10 @@ import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { BlobStore, EventStoreFailure, type EventStore, type Image, InvalidInput, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
+import { BlobStore, type Image, InvalidInput, SessionEngine, SessionState } from "../index.js"
 import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
+import * as FoldedStates from "./FoldedStates.js"
 import { SessionEntity } from "./SessionEntity.js"
 
 /** The cluster's own message failures (a mailbox full, a message already being processed, storage). */
@@ -46,17 +47,13 @@ const storedIn = (engine: SessionEngine.SessionEngine.Service) => (sessionId: st
 const keyOf = (given: string | undefined) => given ?? randomUUID()
 
 /**
- * A session's state as its log says — the fold every engine keeps, read straight from the store
- * (the owner may be another runner, and an engine per read would cost an engine's making and
- * closing for nothing).
+ * A session's state as its log says — the fold every engine keeps, read from the store (the owner
+ * may be another runner, and an engine per read would cost an engine's making and closing for
+ * nothing). A state read before is read on from its last sequence, never folded again from the whole
+ * log (see `FoldedStates`).
  */
-export const stateOf = (store: EventStore.EventStore.Service) => (sessionId: string) =>
-  (Session.isValidId(sessionId) ? SessionState.replayStream(store.read(sessionId)) : Effect.succeed(undefined)).pipe(
-    Effect.catchTag("ImpossibleEvent", (impossible) =>
-      Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: impossible.sequence, detail: impossible.message }))),
-    Effect.flatMap((state) => state === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(state)),
-    Effect.withSpan("Routed.sessionState", { attributes: { sessionId } })
-  )
+export const stateOf = (states: FoldedStates.FoldedStates) => (sessionId: string) =>
+  states.get(sessionId).pipe(Effect.withSpan("Routed.sessionState", { attributes: { sessionId } }))
 
 /** A message's images as the payload carries them: put in the shared blob area here, referenced in the message (absent when none). */
 const carriedBy = (blobs: Engines.Engines["Type"]["blobs"]) => (images: ReadonlyArray<Image.ImageInput> | undefined) =>
@@ -88,7 +85,7 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
       const fresh = <A, E>(use: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
         Engines.withEngine(use).pipe(Effect.provideService(Engines.Engines, engines))
       const stored = storedIn(reader)
-      const state = stateOf(engines.store)
+      const state = stateOf(FoldedStates.make(engines.store))
       const carried = carriedBy(engines.blobs)
       const owner = <A, E extends { readonly _tag: string }>(sessionId: string, send: Effect.Effect<A, E | ClusterFailure>) =>
         Effect.zipRight(stored(sessionId), orDieCluster(send))

@@ -673,12 +673,16 @@ export const replay = (events: Iterable<AgentEvent>): Either.Either<SessionState
   return Either.right(state)
 }
 
-/** Replays a log as it is read, a chunk at a time: the whole log is never held at once. */
+/**
+ * Replays a log as it is read, a chunk at a time: the whole log is never held at once. Given a state
+ * already folded (`held`), `events` are the ones after it, folded on from it.
+ */
 export const replayStream = <E, R>(
-  events: Stream.Stream<AgentEvent, E, R>
+  events: Stream.Stream<AgentEvent, E, R>,
+  held?: SessionState
 ): Effect.Effect<SessionState | undefined, E | ImpossibleEvent, R> =>
   Effect.suspend(() => {
-    let state: SessionState | undefined
+    let state: SessionState | undefined = held
     return Stream.runForEachChunk(events, (chunk) => {
       for (const event of chunk) {
         const next = state === undefined ? start(event) : reduce(state, event)

@@ -6,15 +6,18 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Engines } from "../../src/cluster.js"
-import { SessionState } from "../../src/index.js"
+import { EventStore, SessionState } from "../../src/index.js"
+import { PostgresEventStore } from "../../src/postgres.js"
 import { freshDatabaseUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
 
@@ -24,7 +27,67 @@ const counted = (made: Ref.Ref<number>) => (base: ReturnType<typeof Engines.laye
     Layer.provide(base)
   )
 
+/** Wraps a runner's `Engines` so that its store counts the events its reads take. */
+const countingReads = (read: Ref.Ref<number>) => (base: ReturnType<typeof Engines.layer>) =>
+  Layer.effect(
+    Engines.Engines,
+    Effect.map(Engines.Engines, (engines) => ({
+      ...engines,
+      store: { ...engines.store, read: (sessionId: string, options?: EventStore.ReadOptions) => Stream.tap(engines.store.read(sessionId, options), () => Ref.update(read, (n) => n + 1)) }
+    }))
+  ).pipe(Layer.provide(base))
+
 describe("reads through a runner", () => {
+  it.live("read a session's state on from the last read: only what was appended since, whoever appended it", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabaseUrl("reads_tail")
+      const read = yield* Ref.make(0)
+      const { engine } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }, [{ chunks: ["one"] }, { chunks: ["two"] }], countingReads(read))
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      // Two turns, driven by the owner (this runner's entity, another engine): a log of some length.
+      yield* Stream.runDrain(engine.runTurn({ sessionId, userMessage: "first" }))
+      yield* Stream.runDrain(engine.runTurn({ sessionId, userMessage: "second" }))
+      const logOf = Effect.map(Stream.runCollect(engine.replaySession({ sessionId })), Chunk.toReadonlyArray)
+      const log = yield* logOf
+      expect(log.length).toBeGreaterThan(10)
+
+      // The first read folds the whole log; the next ones read the store again, and find nothing new.
+      yield* Ref.set(read, 0)
+      expect(yield* engine.sessionState({ sessionId })).toEqual(Either.getOrThrow(SessionState.replay(log)))
+      expect(yield* Ref.get(read)).toBe(log.length)
+      yield* Ref.set(read, 0)
+      for (let i = 0; i < 20; i++) {
+        yield* engine.sessionState({ sessionId })
+        yield* engine.pendingApprovals({ sessionId })
+      }
+      expect(yield* Ref.get(read)).toBe(0)
+
+      // The owner appends (a rename): the next read has it, having read only that.
+      yield* engine.renameSession({ sessionId, title: "renamed by the owner" })
+      yield* Ref.set(read, 0)
+      const renamed = yield* engine.sessionState({ sessionId })
+      expect(renamed.title).toBe("renamed by the owner")
+      expect(yield* Ref.get(read)).toBe(1)
+
+      // Another process appends, on its own connection: the next read has it too.
+      const other = yield* Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) }))
+      const otherStore = Context.get(other, EventStore.EventStore)
+      yield* otherStore.append({
+        id: "evt_elsewhere",
+        sessionId,
+        sequence: renamed.lastSequence + 1,
+        timestamp: new Date().toISOString(),
+        type: "session.titled",
+        payload: { title: "renamed elsewhere" }
+      })
+      yield* Ref.set(read, 0)
+      const after = yield* engine.sessionState({ sessionId })
+      expect(after.title).toBe("renamed elsewhere")
+      expect(after).toEqual(Either.getOrThrow(SessionState.replay(yield* logOf)))
+      expect(yield* Ref.get(read)).toBe(1)
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+
+
   it.live("fold the log from the store: no engine is made per sessionState or pendingApprovals call", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabaseUrl("reads")

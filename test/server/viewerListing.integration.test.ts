@@ -2,10 +2,11 @@
  * A long session in the viewer, in a real headless Chromium.
  *
  * - The session list: opening a session replays its whole history over `/live`, and every turn's
- *   start and end in it changes the list. The page reloads the list once per change it sees *while
- *   no reload is in flight*, and once more after one — not once per event: a session of 60 turns
- *   asked for the whole listing 120 times while its history arrived (each listing is every session
- *   of the data dir).
+ *   start and end in it changes the list. The page asked for the whole listing (every session of the
+ *   data dir) once per change (120 times for a session of 60 turns), then at most once more after
+ *   the one in flight; now the open session's row follows its events — the history the listing
+ *   counts already changes nothing, a later turn's start and end redraw the row from the page's own
+ *   fold — and a listing is asked for only when the session is not listed.
  * - Its texts: the page renders the whole session on each frame while events stream in; a session
  *   of more than 500 texts had every one parsed as Markdown again on every frame (the cache was
  *   cleared when full). A text shown again is not parsed again, however many the session has, and
@@ -33,7 +34,7 @@ interface PageGlobals {
 const isListing = (url: URL) => url.pathname === "/sessions"
 
 describe("the viewer's session list", () => {
-  it.scopedLive("a long session's history arriving reloads the list once more after the reload in flight, not once per turn", () =>
+  it.scopedLive("a long session's history arriving asks for no listing beyond the open's: the list already counts it", () =>
     Effect.gen(function*() {
       const { cwd, server } = yield* startIn({ token: "listing-test-token-0123456789" })
       const { sessionId } = yield* server.engine.createSession({ cwd, client: "web" })
@@ -53,16 +54,59 @@ describe("the viewer's session list", () => {
       yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
       // The last turn drawn, ended (the page draws the latest turns of a long session).
       yield* Effect.promise(() => page.waitForSelector(`.turn:last-of-type:has(.user:text-is("turn ${turns - 1}")) [data-end=final]`))
-      // One listing (the open's) is in flight; the 120 changes behind it wait for it.
+      // One listing (the open's) is in flight; the 120 turn starts and ends behind it are in the list already.
       expect(held.length).toBe(1)
       const after: Array<Request> = []
       page.on("request", (request) => { if (isListing(new URL(request.url()))) after.push(request) })
       holding = false
       yield* Effect.promise(() => Promise.all(held.map((route) => route.continue())))
-      // Then exactly one more, which finds the list as it is now.
-      yield* Effect.promise(() => page.waitForEvent("requestfinished", (request) => after.includes(request)))
+      // The next listing asked for is the one the filter asks for: none came between (before, one
+      // more came after the open's, and the history then asked for the whole listing again).
+      yield* Effect.promise(() => page.fill("#filter-cwd", cwd))
+      yield* Effect.promise(() => page.waitForEvent("requestfinished", (request) => new URL(request.url()).searchParams.has("cwd")))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector("[data-session] .meta")?.textContent?.startsWith("60 turns") === true))
-      expect(after.length).toBe(1)
+      expect(after.map((request) => new URL(request.url()).searchParams.get("cwd"))).toEqual([cwd])
+      expect(errors).toEqual([])
+    }), { timeout: 60_000 })
+
+  it.scopedLive("turns run in the open session ask for no listing: its row follows their events, first, as a listing draws it", () =>
+    Effect.gen(function*() {
+      const { cwd, server } = yield* startIn({ token: "listing-test-token-0123456789" })
+      const { sessionId } = yield* server.engine.createSession({ cwd, client: "web" })
+      yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: "first" }))
+      // A session more recently active: listed above the one opened, until its turns run.
+      const { sessionId: other } = yield* server.engine.createSession({ cwd, client: "web" })
+
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.waitForSelector(`[data-session="${other}"]`))
+      const opened = page.waitForEvent("requestfinished", (request) => isListing(new URL(request.url())))
+      yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
+      yield* Effect.promise(() => opened)
+      yield* Effect.promise(() => page.waitForSelector(`.turn:has(.user:text-is("first")) [data-end=final]`))
+
+      const asked: Array<string> = []
+      page.on("request", (request) => { if (isListing(new URL(request.url()))) asked.push(new URL(request.url()).search) })
+      yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: "second" }))
+      yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: "third" }))
+      yield* server.engine.renameSession({ sessionId, title: "Followed live" })
+      const rowText = () =>
+        page.$$eval("[data-session]", (nodes) => nodes.map((node) => `${(node as unknown as { dataset: Record<string, string> }).dataset["session"]}: ${(node as unknown as { innerText: string }).innerText}`))
+      yield* Effect.promise(() => page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.querySelector(`[data-session="${id}"] .title`)?.textContent === "Followed live", sessionId))
+      const followed = yield* Effect.promise(rowText)
+      expect(asked).toEqual([])
+      expect(followed[0]).toContain(`${sessionId}: Followed live`)
+      expect(followed[0]).toContain("3 turns")
+
+      // A listing draws the same rows: the filter asks for one.
+      const listed = page.waitForEvent("requestfinished", (request) => new URL(request.url()).searchParams.has("cwd"))
+      yield* Effect.promise(() => page.fill("#filter-cwd", cwd))
+      yield* Effect.promise(() => listed)
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector("#sessions [data-session]") !== null))
+      expect(yield* Effect.promise(rowText)).toEqual(followed)
       expect(errors).toEqual([])
     }), { timeout: 60_000 })
 
