@@ -125,4 +125,27 @@ const delta = (tid) => [0, 1].map((i) => after.threads[tid][i] - (before.threads
 const others = Object.keys(after.threads).filter((tid) => tid !== main).map(delta).reduce((a, b) => [a[0] + b[0], a[1] + b[1]], [0, 0])
 console.log(`over the clients' ${ms(end - start)} ms: the server's main thread on a CPU ${ms(delta(main)[0])} / waiting for one ${ms(delta(main)[1])} ms; its other threads ${ms(others[0])} / ${ms(others[1])} ms; ksoftirqd ${ms(after.ksoftirqd[0] - before.ksoftirqd[0])} / ${ms(after.ksoftirqd[1] - before.ksoftirqd[1])} ms`)
 console.log(`probes over ${over} ms by their largest part:`, tally)
+// The server's main thread on a CPU during each probe (its ticks' stamps, interpolated): what a probe
+// would wait on a quiet machine where the server has a core of its own, which the load does not stretch.
+const cpuAt = (t) => {
+  const c = stamped.cpu
+  let lo = 0
+  let hi = c.length / 2 - 1
+  if (hi < 0 || t <= c[0]) return c[1] ?? 0
+  if (t >= c[hi * 2]) return c[hi * 2 + 1]
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1
+    if (c[mid * 2] <= t) lo = mid
+    else hi = mid
+  }
+  const [t0, v0, t1, v1] = [c[lo * 2], c[lo * 2 + 1], c[hi * 2], c[hi * 2 + 1]]
+  return v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+}
+const byCpu = probes.map((p) => ({ p, cpu: cpuAt(p.end) - cpuAt(p.start) })).sort((a, b) => b.cpu - a.cpu)
+const phaseOf = (p) => p.start < burstEnd ? "the burst" : p.start < ready ? "the requests' starts" : "the turn"
+console.log(`the server's main thread on a CPU during a probe: worst ${byCpu.slice(0, 5).map(({ p, cpu }) => `${ms(cpu)} ms (${phaseOf(p)}, ${at(p.start)}, wall ${ms(p.end - p.start)}, ${acceptOf(p) === undefined ? "?" : stamped.conns.filter(([t]) => t > p.connect && t < acceptOf(p)[0]).length} accepts ahead)`).join("; ")}`)
+for (const name of ["the burst", "the requests' starts", "the turn"]) {
+  const of = byCpu.filter(({ p }) => phaseOf(p) === name).map(({ cpu }) => cpu)
+  if (of.length > 0) console.log(`  ${name}: ${of.length} probes, max ${ms(of[0])} ms, p50 ${ms(of[Math.floor(of.length / 2)])} ms on the server's main thread`)
+}
 console.log(`the clients' process: ${clientsReady} ms of CPU until all were connected, ${clientsEnd - clientsReady} ms in the turn`)

@@ -2,7 +2,8 @@
  * Preloaded into `serve` by `bench/probe-split/run.mjs` (`node --import`): stamps, on the machine's
  * monotonic clock (ms), each accepted connection and `/healthz` request by the client's port, each
  * `/healthz` response's `finish`, each GC, and each turn of the loop over 4 ms (a 1 ms timer: wall,
- * the process's CPU, the main thread's time on a CPU and waiting for one). On SIGUSR2 it writes them
+ * the process's CPU, the main thread's time on a CPU and waiting for one), and at every tick the
+ * main thread's time on a CPU (`cpu`: time, ms on a CPU, flat pairs). On SIGUSR2 it writes them
  * as JSON to `$PROBE_SPLIT_OUT`.
  */
 import { openSync, readSync, writeFileSync } from "node:fs"
@@ -12,7 +13,7 @@ import { PerformanceObserver } from "node:perf_hooks"
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
 const offset = now() - performance.now()
-const out = { conns: [], health: [], gaps: [], gcs: [] }
+const out = { conns: [], health: [], gaps: [], gcs: [], cpu: [] }
 const schedFd = openSync("/proc/thread-self/schedstat", "r")
 const buffer = Buffer.alloc(128)
 const sched = () => {
@@ -47,6 +48,8 @@ setInterval(() => {
   const wall = now()
   const cpu = process.cpuUsage()
   const [running, waiting] = sched()
+  // The main thread's time on a CPU at each tick: a probe's share of the server's work, which the load does not stretch.
+  out.cpu.push(Math.round(wall * 1000) / 1000, Math.round(running * 1000) / 1000)
   if (wall - last > 4) {
     out.gaps.push({ start: last, end: wall, cpu: (cpu.user + cpu.system - lastCpu.user - lastCpu.system) / 1000, running: running - lastSched[0], waiting: waiting - lastSched[1] })
   }

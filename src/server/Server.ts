@@ -42,7 +42,7 @@ import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
 import * as DecodeMessage from "./DecodeMessage.js"
-import type * as EventLoop from "./EventLoop.js"
+import * as EventLoop from "./EventLoop.js"
 import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
 import * as Security from "./Security.js"
@@ -223,10 +223,10 @@ export const defaultMaxUnauthenticatedConnections = 1024
  * (`startRequestsAsTasks`), which may be seconds later on a busy server, while a flood would take
  * the connection for a stranger's.
  */
-const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, max: number): (request: IncomingMessage) => void => {
+const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, max: number, onConnection = true) => {
   // Insertion order: the first is the oldest.
   const strangers = new Set<Socket>()
-  server.on("connection", (socket: Socket) => {
+  const arrived = (socket: Socket) => {
     if (strangers.size >= max) {
       const oldest: Socket = strangers.values().next().value!
       strangers.delete(oldest)
@@ -234,7 +234,9 @@ const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, ma
     }
     strangers.add(socket)
     socket.once("close", () => strangers.delete(socket))
-  })
+  }
+  // `serve` tells of each connection as it is accepted, held or not (see `holdWhileAccepting`).
+  if (onConnection) server.on("connection", arrived)
   const known = (request: IncomingMessage) => {
     // The session routes' own test: the viewer's cookie alone, which another server of this host may
     // have been sent, does not count (its body would be read, and held up to the request timeout).
@@ -243,7 +245,7 @@ const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, ma
     }
   }
   server.on("upgrade", known)
-  return known
+  return { known, arrived }
 }
 
 /** A request's headers came: its connection's time to send them (see `nodeServer`) no longer runs. */
@@ -265,7 +267,8 @@ const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
     requestTimeout: Math.max(millis, 300_000),
     connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.round(millis / 4)))
   })
-  limitHeadersTime(server, millis)
+  // Accepts are counted as they happen, by `holdWhileAccepting`.
+  limitHeadersTime(server, millis, false)
   return server
 }
 
@@ -289,12 +292,12 @@ const keepAliveMillis = 65_000
  * limits, and a socket timeout until the first request, counted as an accepted connection. Idle
  * kept-alive connections are kept `keepAliveMillis`.
  */
-const limitHeadersTime = (server: NodeServer, millis: number) => {
+const limitHeadersTime = (server: NodeServer, millis: number, countAccepts = true) => {
   server.headersTimeout = millis
   server.requestTimeout = Math.max(millis, 300_000)
   server.keepAliveTimeout = keepAliveMillis
   server.on("connection", (socket: Socket) => {
-    connectionAccepted()
+    if (countAccepts) connectionAccepted()
     socket.setTimeout(millis)
   })
   server.on("request", underway)
@@ -302,8 +305,8 @@ const limitHeadersTime = (server: NodeServer, millis: number) => {
 }
 
 /** The bound on connections without a credential (`boundStrangers`) that `listen` asks for. */
-const strangersBound = (server: NodeServer, config: Config.Config, listen: Pick<Listen, "maxUnauthenticatedConnections">) =>
-  boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
+const strangersBound = (server: NodeServer, config: Config.Config, listen: Pick<Listen, "maxUnauthenticatedConnections">, onConnection = true) =>
+  boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections), onConnection)
 
 /** How many descriptors the process's table has room for, beyond those open, before clients connect. */
 const descriptorsAhead = 1024
@@ -367,12 +370,15 @@ export const serve = (
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
   const server = nodeServer(listen.headersTimeout)
-  const requestRead = strangersBound(server, config, listen)
+  const strangers = strangersBound(server, config, listen, false)
+  const held = holdWhileAccepting(server, strangers.arrived)
+  const requestRead = strangers.known
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.
       server.close()
       server.closeAllConnections()
+      held.close()
     })
   ))
   return HttpApiBuilder.serve().pipe(
@@ -403,7 +409,7 @@ export const guardNodeServer = (
   Layer.unwrapScoped(Effect.gen(function*() {
     const before = new Map((["connection", "request", "upgrade"] as const).map((event) => [event, new Set(server.listeners(event))]))
     limitHeadersTime(server, headersMillis(listen.headersTimeout))
-    const requestRead = strangersBound(server, config, listen)
+    const requestRead = strangersBound(server, config, listen).known
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         for (const [event, kept] of before) {
@@ -509,6 +515,89 @@ const answerHealth = (allowedHosts: ReadonlyArray<string>) => (request: Incoming
   // Node writes no body for `HEAD`, as for the platform's answer.
   response.end(healthBody)
   return true
+}
+
+/**
+ * How many connections held while others were being accepted (`holdWhileAccepting`) are handed to
+ * the HTTP server in one turn of the loop: half the newest, half the oldest.
+ */
+export const connectionsHandedPerTurn = 16
+
+/**
+ * Holds each connection `server` accepts while connections are being accepted, unread, and hands
+ * the held ones to the HTTP server (its own connection setup, the bound on strangers, the headers'
+ * timeout, the reading of their requests) in the turns of the loop that accept none —
+ * {@link connectionsHandedPerTurn} a turn, the newest first with as many of the oldest — and, while
+ * connections keep coming, a batch every `EventLoop.maxAcceptingTurns` turns.
+ *
+ * Node (libuv 1.46) accepts one connection per turn of its loop, so a `/healthz` probe that connects
+ * behind 500 watchers in the listen queue waits for 500 turns. Each of those turns also set the
+ * previous connection up for HTTP and read and parsed its request (the token checked, a task queued),
+ * about two thirds of a turn's work on a server just started (its code not yet optimized): 500 turns
+ * of that were row 18's 129 ms on a quiet machine (docs/benchmarks.md, perf63serve). Held, a turn that
+ * accepts does Node's accept and little else (the socket made paused: `pauseOnConnect`); the same work
+ * is done once the listen queue is empty, a batch a turn, and the probe, among the newest, is read
+ * in the first. The oldest go with them, so a flood that never stops starves none. A held connection
+ * sent no credential yet: it is told to the bound on strangers as it is accepted (`arrived`), in the
+ * order connections came, and one that bound closes is skipped. `close` closes the held ones (the
+ * server's own close counts them as open and would wait for them).
+ */
+const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket) => void) => {
+  // Node's own option for sockets handed elsewhere (`net.Server`'s, which an HTTP server has): made paused, read once resumed.
+  Object.assign(server, { pauseOnConnect: true })
+  const emit = server.emit as (this: NodeServer, event: string | symbol, ...args: Array<unknown>) => boolean
+  /** Oldest first, from `oldest` on. */
+  let held: Array<Socket> = []
+  let oldest = 0
+  let scheduled = false
+  let acceptsSeen = acceptedCount
+  let heldTurns = 0
+  const count = () => held.length - oldest
+  const hand = (socket: Socket | undefined) => {
+    if (socket === undefined || socket.destroyed) return
+    emit.call(server, "connection", socket)
+    socket.resume()
+  }
+  /** In the loop's check phase: held again while the turn accepted one (see `EventLoop.scheduler`'s `accepted`), else a batch handed over. */
+  const release = () => {
+    scheduled = false
+    if (count() === 0) return
+    if (acceptedCount !== acceptsSeen && heldTurns < EventLoop.maxAcceptingTurns) {
+      acceptsSeen = acceptedCount
+      heldTurns++
+      return later()
+    }
+    acceptsSeen = acceptedCount
+    heldTurns = 0
+    for (let i = 0; i < connectionsHandedPerTurn && count() > 0; i++) hand(i % 2 === 0 ? held.pop() : held[oldest++])
+    if (count() === 0) {
+      held = []
+      oldest = 0
+    } else later()
+  }
+  const later = () => {
+    if (scheduled) return
+    scheduled = true
+    setImmediate(release)
+  }
+  server.emit = function(this: NodeServer, event: string | symbol, ...args: Array<unknown>): boolean {
+    if (event !== "connection") return emit.call(this, event, ...args)
+    connectionAccepted()
+    const socket = args[0] as Socket
+    arrived(socket)
+    // The oldest held, closed by the bound on strangers, are let go at once.
+    while (oldest < held.length && held[oldest]!.destroyed) oldest++
+    held.push(socket)
+    later()
+    return true
+  } as NodeServer["emit"]
+  return {
+    close: () => {
+      for (let i = oldest; i < held.length; i++) held[i]!.destroy()
+      held = []
+      oldest = 0
+    }
+  }
 }
 
 /** When a server of this process last accepted a connection (`performance.now()`), and how many it has accepted. */
