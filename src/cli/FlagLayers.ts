@@ -1,6 +1,7 @@
 /**
  * The store the shared flags choose (`--store`, `--data-dir`, `--database-url`). Loaded by the
- * commands' handlers, not by the command tree (see Lazy.ts); the SQL stores' code only when chosen.
+ * commands' handlers, not by the command tree (see Lazy.ts); each store's code only when chosen — the
+ * SQL stores', and the JSONL store's and the writers' guard (DataDirStores.ts) too.
  *
  * @since 0.10.0
  */
@@ -11,10 +12,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
-import { EventStore, JsonlEventStore, SessionNotFound, StartedSessions, TrustStore } from "../index.js"
+import { EventStore, SessionNotFound, type StartedSessions } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ConfigProblem from "./ConfigProblem.js"
-import * as DataDirIgnore from "./DataDirIgnore.js"
 import type { Storage } from "./Flags.js"
 import { withoutFetchSniff } from "./PgLoad.js"
 
@@ -57,6 +57,9 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean)
     return PostgresEventStore.layer({ url: url.value, readOnly, ...(yield* leaseTtl) })
   }))
 
+/** The JSONL store and the writers' guard, loaded when a data dir's store is chosen (see DataDirStores.ts). */
+const dataDirStores = Effect.promise(() => import("./DataDirStores.js"))
+
 /** How the CLI tells the user to adopt a session it refuses. */
 export const adoptHint: StartedSessions.AdoptHint = (sessionId) =>
   `if it is yours, or once you have read it (effect-agent replay ${sessionId}), adopt it: effect-agent adopt ${sessionId}`
@@ -73,15 +76,17 @@ export const adoptHint: StartedSessions.AdoptHint = (sessionId) =>
 export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
   store === "postgres"
     ? postgresLayer(databaseUrl ?? Option.none(), readOnly)
-    : guarded(store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly) : JsonlEventStore.layer({ dataDir, readOnly }), readOnly).pipe(
-      // A data dir written to keeps its logs out of git (see DataDirIgnore).
-      readOnly ? (layer) => layer : Layer.merge(DataDirIgnore.layer(dataDir))
+    : guarded(
+      store === "sqlite"
+        ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly)
+        : Layer.unwrapEffect(Effect.map(dataDirStores, (stores) => stores.jsonl(dataDir, readOnly))),
+      dataDir,
+      readOnly
     )
 
-const guarded = <ROut, E, RIn>(store: Layer.Layer<ROut | EventStore.EventStore, E, RIn>, readOnly: boolean) =>
-  readOnly
-    ? store
-    : Layer.unwrapEffect(Effect.map(TrustStore.configDir, (dir) => store.pipe(StartedSessions.layer({ dir, adoptHint }))))
+// A data dir written to keeps its logs out of git (see DataDirIgnore).
+const guarded = <ROut, E, RIn>(store: Layer.Layer<ROut | EventStore.EventStore, E, RIn>, dataDir: string, readOnly: boolean) =>
+  readOnly ? store : Layer.unwrapEffect(Effect.flatMap(dataDirStores, (stores) => stores.writable(store, dataDir, adoptHint)))
 
 /**
  * Fails with `SessionNotFound` when no session `sessionId` is stored, as the engine would — but
@@ -106,9 +111,8 @@ export const requireStarted = (storage: Storage, sessionId: string) =>
   Effect.gen(function*() {
     const first = yield* requireStored(sessionId)
     if (storage.store === "postgres") return
-    const dir = yield* TrustStore.configDir
     // The first event read once: StartedSessions.verify would read it again.
-    yield* StartedSessions.verifyFirst(dir, sessionId, first, adoptHint).pipe(Effect.catchIf(
+    yield* Effect.flatMap(dataDirStores, (stores) => stores.verifyStarted(sessionId, first, adoptHint)).pipe(Effect.catchIf(
       (failure) => failure.reason === "untrusted",
       () =>
         new CliError({

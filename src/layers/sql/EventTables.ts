@@ -416,12 +416,18 @@ export const make = ({ append: appendEvent, failure, listingPlan, retried = once
     SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence, title FROM sessions
     WHERE cwd IS NOT NULL AND session_id IN (SELECT session_id FROM awaiting_approvals)
     ORDER BY last_activity_at DESC, session_id`.values
-  const awaitingListing = Effect.all([
-    waitingSessionRows,
-    sql<AwaitingRow>`SELECT session_id, tool_call_id FROM awaiting_approvals ORDER BY session_id, sequence`,
-    SessionUsage.waitingRows(sql)
-  ]).pipe(
-    Effect.map(([rows, awaiting, usage]) => summaries(rows as ReadonlyArray<SessionValues>, awaiting, usage)),
+  // The calls first: with none waiting (a listing's usual answer) there is no session to read, and
+  // `pending` sends one statement, not three (perf63sql) — what an empty table says the other two
+  // would have found, since they read only the sessions it names.
+  const awaitingListing = sql<AwaitingRow>`SELECT session_id, tool_call_id FROM awaiting_approvals ORDER BY session_id, sequence`.pipe(
+    Effect.flatMap((awaiting) =>
+      awaiting.length === 0
+        ? Effect.succeed([])
+        : Effect.map(
+          Effect.all([waitingSessionRows, SessionUsage.waitingRows(sql)]),
+          ([rows, usage]) => summaries(rows as ReadonlyArray<SessionValues>, awaiting, usage)
+        )
+    ),
     // Any failure here, a cancel too, is answered by the whole listing (which runs a cancelled statement again).
     Effect.orElse(() => Effect.map(list, (sessions) => sessions.filter((s) => s.awaitingApproval !== undefined))),
     Effect.map((sessions) => ({ sessions, damaged: [] }))
