@@ -12,10 +12,13 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import type * as Pricing from "../domain/Pricing.js"
 import * as SessionState from "../domain/SessionState.js"
 import type * as Task from "../domain/Task.js"
 import type { EventStore } from "../services/EventStore.js"
 import { addUsage } from "./ModelResponse.js"
+import * as PromptCache from "./PromptCache.js"
+import type { Services } from "./Services.js"
 
 /** What the responses of one model (`model.usage`'s `provider` and `model`) used together. */
 export interface Answered {
@@ -160,4 +163,29 @@ class Fold {
   spent(started: number): Spent {
     return { budget: this.budget, usage: this.usage, answered: [...this.answered.values()], compacted: this.compacted, children: [...this.children.values()], started }
   }
+}
+
+/**
+ * A turn's cost with each response priced at the model that answered it: `earlier`, what its log
+ * says the responses before a resume used, per model ({@link Spent.answered}), and `fresh`, this process's
+ * responses, at its model. A turn resumed by a process on another model was priced wholly at the
+ * resuming model until December 2026. One model in all is one price of the sum, as before; any
+ * response of a model with no price makes the turn's cost unknown, naming it. The record's price
+ * (`turn.completed.cost`) and the `maxCost` check's (`Subagents`) are this one.
+ */
+export const costOfAnswers = (services: Services, earlier: ReadonlyArray<Answered>, fresh: AgentEvent.Usage | undefined): Pricing.TurnCost => {
+  const { model, provider } = services.provider.capabilities
+  const byModel = new Map(earlier.map((a) => [`${a.provider}\u0000${a.model}`, a]))
+  if (fresh !== undefined) {
+    const key = `${provider}\u0000${model}`
+    const same = byModel.get(key)
+    byModel.set(key, { provider, model, usage: addUsage(same?.usage, fresh)! })
+  }
+  let cost = 0
+  for (const answered of byModel.values()) {
+    const priced = PromptCache.costAt(services, answered.usage, answered.model, answered.provider)
+    if (priced.cost === null) return priced
+    cost = Math.round((cost + priced.cost) * 1_000_000) / 1_000_000
+  }
+  return { cost }
 }

@@ -35,7 +35,7 @@ import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import type { Live } from "./LiveSession.js"
-import type * as ResumedSpend from "./ResumedSpend.js"
+import * as ResumedSpend from "./ResumedSpend.js"
 import type { Services } from "./Services.js"
 import type { Commit, Turn } from "./Turn.js"
 
@@ -68,6 +68,13 @@ interface Member {
   readonly parent: string | undefined
   steps: number
   usage: AgentEvent.Usage | undefined
+  /**
+   * A resumed top turn's: what its responses before the resume used, per model that answered
+   * (`ResumedSpend`), and this process's share of `usage` (its responses and the compactions), priced
+   * at its model — the turn's cost as its `turn.completed` records it (`ResumedSpend.costOfAnswers`).
+   */
+  earlier?: ReadonlyArray<ResumedSpend.Answered>
+  fresh?: AgentEvent.Usage | undefined
 }
 
 /** A turn and the subagents it started, with one budget. */
@@ -152,7 +159,7 @@ const usedBelow = (services: Services, tree: Tree, sessionId: string | undefined
     steps += member.steps
     if (member.usage === undefined) continue
     usage = ModelResponse.addUsage(usage, member.usage)
-    const priced = PromptCache.costOf(services, member.usage)
+    const priced = member.earlier === undefined ? PromptCache.costOf(services, member.usage) : ResumedSpend.costOfAnswers(services, member.earlier, member.fresh)
     // A model with no price makes the cost unknown: a `maxCost` budget then fails closed (`overBudget`).
     if (priced.cost === null) unpriced = true
     else cost = Math.round(((cost ?? 0) + priced.cost) * 1_000_000) / 1_000_000
@@ -183,7 +190,7 @@ export const seed = (turn: Turn, spent: ResumedSpend.Spent, stepsDone: number): 
   const runtime = turn.services.subagents
   const sessionId = turn.session.sessionId
   if (runtime === undefined || runtime.links.has(sessionId)) return
-  const members = new Map<string, Member>([[sessionId, { parent: undefined, steps: stepsDone, usage: undefined }]])
+  const members = new Map<string, Member>([[sessionId, { parent: undefined, steps: stepsDone, usage: undefined, earlier: spent.answered, fresh: undefined }]])
   for (const child of spent.children) members.set(child.childSessionId, { parent: sessionId, steps: child.steps, usage: child.usage })
   // Its children and theirs: a grandchild started before the pause counts as one started now would.
   runtime.roots.set(turn, { budget: Task.tighter(spent.budget, runtime.budget), members, started: spent.started })
@@ -205,21 +212,25 @@ const overBudget = (services: Services, tree: Tree): boolean => {
 
 /**
  * The step boundary of any turn, before its request: the tree's budget and a subagent's own step
- * limit may end the turn here (`budget_exceeded`, `max_steps`); otherwise the step counts. `usage` is
+ * limit may end the turn here (`budget_exceeded`, `max_steps`); otherwise the step counts. `tally` is
  * what the turn spent so far, its responses and its compactions (`ModelResponse.spent`): a top turn's
- * own count (a child's is kept by its parent's call, which reads the child's events).
+ * own count (a child's is kept by its parent's call, which reads the child's events), priced as its
+ * `turn.completed` records it — a resumed turn's earlier responses each at the model that answered.
  */
 export const beforeStep = (
   turn: Turn,
   step: number,
-  usage: AgentEvent.Usage | undefined
+  tally: ModelResponse.Tally
 ): AgentEvent.PayloadOf<"turn.completed"> | undefined => {
   const runtime = turn.services.subagents
   if (runtime === undefined) return undefined
   const tree = treeOf(runtime, turn)
   const link = runtime.links.get(turn.session.sessionId)
   const member = tree.members.get(turn.session.sessionId)
-  if (link === undefined && member !== undefined) member.usage = usage
+  if (link === undefined && member !== undefined) {
+    member.usage = ModelResponse.spent(tally)
+    if (member.earlier !== undefined) member.fresh = ModelResponse.addUsage(tally.fresh, tally.compacted)
+  }
   if (overBudget(turn.services, tree)) return { stopReason: "error", errorCode: "budget_exceeded" }
   if (link?.maxSteps !== undefined && step > link.maxSteps) return { stopReason: "error", errorCode: "max_steps" }
   if (member !== undefined) member.steps += 1

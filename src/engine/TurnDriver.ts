@@ -16,7 +16,6 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
-import type * as Pricing from "../domain/Pricing.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
 import * as AgentHooks from "../services/AgentHooks.js"
@@ -25,7 +24,6 @@ import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as OwnedSpan from "./OwnedSpan.js"
-import * as PromptCache from "./PromptCache.js"
 import * as ResumedSpend from "./ResumedSpend.js"
 import * as StepRequest from "./StepRequest.js"
 import type { Services } from "./Services.js"
@@ -154,7 +152,7 @@ const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.E
     // Looked at here, in the step's own run: most steps have no steer to store, and take no effect for none.
     if (turn.steers.length > 0) yield* storeSteers(turn)
     // The tree's budget and a subagent's own step limit are checked at every step boundary.
-    const stopped = Subagents.beforeStep(turn, step, ModelResponse.spent(tally))
+    const stopped = Subagents.beforeStep(turn, step, tally)
     if (stopped !== undefined) return stopped
     const request = yield* StepRequest.build(turn, step, tally)
     if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
@@ -214,33 +212,9 @@ const shouldStop = (turn: Turn) => {
     )
 }
 
-/** The completion with the turn's usage and what it cost (`costOfAnswers`), when its model reported usage. */
+/** The completion with the turn's usage and what it cost (`ResumedSpend.costOfAnswers`), when its model reported usage. */
 const withUsage = (turn: Turn, completion: Completion, tally: ModelResponse.Tally, earlier: ReadonlyArray<ResumedSpend.Answered>): Completion =>
-  tally.usage === undefined ? completion : { ...completion, usage: tally.usage, ...costOfAnswers(turn.services, earlier, tally.fresh) }
-
-/**
- * A turn's cost with each response priced at the model that answered it: `earlier`, what its log
- * says the responses before a resume used, per model (`ResumedSpend`), and `fresh`, this process's
- * responses, at its model. A turn resumed by a process on another model was priced wholly at the
- * resuming model until December 2026. One model in all is one price of the sum, as before; any
- * response of a model with no price makes the turn's cost unknown, naming it.
- */
-const costOfAnswers = (services: Services, earlier: ReadonlyArray<ResumedSpend.Answered>, fresh: AgentEvent.Usage | undefined): Pricing.TurnCost => {
-  const { model, provider } = services.provider.capabilities
-  const byModel = new Map(earlier.map((a) => [`${a.provider}\u0000${a.model}`, a]))
-  if (fresh !== undefined) {
-    const key = `${provider}\u0000${model}`
-    const same = byModel.get(key)
-    byModel.set(key, { provider, model, usage: ModelResponse.addUsage(same?.usage, fresh)! })
-  }
-  let cost = 0
-  for (const answered of byModel.values()) {
-    const priced = PromptCache.costAt(services, answered.usage, answered.model, answered.provider)
-    if (priced.cost === null) return priced
-    cost = Math.round((cost + priced.cost) * 1_000_000) / 1_000_000
-  }
-  return { cost }
-}
+  tally.usage === undefined ? completion : { ...completion, usage: tally.usage, ...ResumedSpend.costOfAnswers(turn.services, earlier, tally.fresh) }
 
 /**
  * Ends a turn from how its steps ended. Interrupted with no cancel asked for — the engine is
@@ -297,7 +271,7 @@ export const closeUndriven = (
     if (open === undefined) return yield* close(session, commit, completion)
     const start = session.transcript.turnStart
     const spent = yield* ResumedSpend.read(services.store, session.sessionId, open.turnId, start?.turnId === open.turnId ? start.sequence : 1, 0)
-    yield* close(session, commit, spent.usage === undefined ? completion : { ...completion, usage: spent.usage, ...costOfAnswers(services, spent.answered, undefined) })
+    yield* close(session, commit, spent.usage === undefined ? completion : { ...completion, usage: spent.usage, ...ResumedSpend.costOfAnswers(services, spent.answered, undefined) })
   })
 
 /**

@@ -36,6 +36,18 @@ export const arrivingSliceMs = 0
  */
 export const maxAcceptingTurns = 32
 
+/**
+ * How long fiber work may be held back while connections are being accepted (see {@link scheduler}),
+ * whatever the turns: a turn that accepts costs a fraction of a millisecond quiet, several under load.
+ */
+export const maxHeldMs = 5
+
+/**
+ * How long the slice that runs once a hold ran out lasts ({@link maxHeldMs} or {@link maxAcceptingTurns}):
+ * more than the one task of {@link arrivingSliceMs}, so a cancel's few fibers finish under a flood.
+ */
+export const heldSliceMs = 1
+
 /** Which fibers go ahead of all queued work (see {@link scheduler}). */
 export type Urgent = (fiber: Fiber.RuntimeFiber<unknown, unknown>) => boolean
 
@@ -56,8 +68,9 @@ const urgentPriority = -1
  * hundreds wait in the listen queue each turn's slice — even a single task, and the garbage it
  * leaves for the next scavenge — delays every connection behind them, a `/healthz` probe's among
  * them, by that much again. The work waits for the first turn that accepted none, or, while
- * connections keep coming, runs a slice every {@link maxAcceptingTurns} turns (a flood of
- * connections slows the fibers, never stops them).
+ * connections keep coming, runs a slice of {@link heldSliceMs} once it has been held
+ * {@link maxHeldMs} or {@link maxAcceptingTurns} turns (a flood of connections slows the fibers,
+ * never stops them: a cancel under one is answered in milliseconds, not seconds).
  */
 export const scheduler = (
   sliceMs: number = defaultSliceMs,
@@ -66,7 +79,11 @@ export const scheduler = (
   accepted?: () => number
 ): Scheduler.Scheduler => {
   /** A new slice's end: short while connections are arriving (`arriving`), so that the loop turns, and accepts the next, sooner. */
-  const sliceEnd = () => performance.now() + (arriving !== undefined && arriving() ? Math.min(sliceMs, arrivingSliceMs) : sliceMs)
+  const sliceEnd = () => {
+    const length = heldOut ? Math.min(sliceMs, heldSliceMs) : arriving !== undefined && arriving() ? Math.min(sliceMs, arrivingSliceMs) : sliceMs
+    heldOut = false
+    return performance.now() + length
+  }
   // One queue for every fiber (Effect's own keeps one per fiber, and a turn of the loop then runs
   // each runnable fiber once: hundreds of them hold it as long as before).
   const queue = new Scheduler.PriorityBuckets()
@@ -140,6 +157,9 @@ export const scheduler = (
   /** `accepted()` when the scheduler last looked, and how many turns in a row it has held the work back for accepts. */
   let acceptsSeen = accepted?.() ?? 0
   let heldTurns = 0
+  /** When the work was first held back (-1: it is not), and whether the next slice follows a hold that ran out. */
+  let heldSince = -1
+  let heldOut = false
   /**
    * Whether to hold the work back (see `accepted`): a connection was accepted since the last look —
    * in this turn's poll, as `run` looks again only in a later turn's check phase (`runInCheck`,
@@ -148,13 +168,16 @@ export const scheduler = (
   const accepting = (): boolean => {
     if (accepted === undefined) return false
     const count = accepted()
-    if (count === acceptsSeen || heldTurns >= maxAcceptingTurns) {
+    const now = performance.now()
+    if (count === acceptsSeen || heldTurns >= maxAcceptingTurns || (heldSince >= 0 && now - heldSince >= maxHeldMs)) {
+      heldOut = count !== acceptsSeen
       acceptsSeen = count
       heldTurns = 0
+      heldSince = -1
       return false
     }
     acceptsSeen = count
-    heldTurns++
+    if (heldTurns++ === 0) heldSince = now
     return true
   }
   /** A run in the loop's check phase (`setImmediate`), after its poll. */

@@ -201,6 +201,22 @@ describe("usage and budgets", () => {
       yield* second.stop
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("maxCost 1 on a turn paused after an opus response ($1.575), resumed on haiku: the check prices it at opus, as the record does", () =>
+    Effect.gen(function*() {
+      // At haiku's price the opus response was $0.105, under the cap: the check let the turn go on
+      // while the turn's own record said $1.575.
+      const dataDir = yield* tempDir
+      const sessionId = yield* pausedOnApproval(engineOnDir(dataDir, { provider: "anthropic", model: "claude-opus-4-1", responses: [{ toolCalls: [{ tool: "save", args: {}, id: "w1" }], usage: spend }] }, { budget: { maxCost: 1 } }))
+      const second = yield* engineProcess(engineOnDir(dataDir, { provider: "anthropic", model: "claude-haiku-4-5", responses: [look("l1"), { chunks: ["done"], usage: spend }] }))
+      yield* second.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow" })
+        const events = yield* collect(engine.resumeTurn({ sessionId }))
+        expect(events.at(-1)!.payload).toMatchObject({ errorCode: "budget_exceeded", cost: 1.575 })
+      }))
+      yield* second.stop
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it("two budgets as one: each limit the smaller, a limit only one sets kept", () => {
     expect(Task.tighter({ maxSteps: 50 }, { maxCost: 0.01 })).toEqual({ maxSteps: 50, maxCost: 0.01 })
     expect(Task.tighter({ maxCost: 5, maxTokens: 10 }, { maxCost: 0.5, maxTokens: 100 })).toEqual({ maxCost: 0.5, maxTokens: 10 })

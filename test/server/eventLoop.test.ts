@@ -3,7 +3,7 @@
  * still turns (sockets are read, `/healthz` answers). Effect's default scheduler runs them all
  * before the loop turns once. Counted in work done, not in time: no timing assumption.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -184,7 +184,10 @@ describe("EventLoop.scheduler", () => {
     // turns to accept, and whatever fiber work runs in each turn delays every connection still in
     // the listen queue (a `/healthz` probe behind them). Counted: the steps of busy fibers (a slice
     // of 0 ms: one step a slice) done between the first and the last accept, with the server's count
-    // of accepts given to the scheduler and without it.
+    // of accepts given to the scheduler and without it. The clock is a fake one that only the steps
+    // move (0.01 ms each), so the hold runs out by its turns, not by `maxHeldMs` of a loaded machine.
+    let now = 0
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => now)
     const connections = 100
     const stepsWhileAccepting = async (withCount: boolean) => {
       let done = 0
@@ -200,6 +203,7 @@ describe("EventLoop.scheduler", () => {
       const clients: Array<Socket> = []
       // The clients connect once the work is under way (all at once: in the listen queue before the next poll).
       const step = Effect.sync(() => {
+        now += 0.01
         if (++done === 100) for (let i = 0; i < connections; i++) clients.push(connect(port, "127.0.0.1").on("error", () => undefined))
       })
       const work = Effect.forEach(
@@ -214,10 +218,56 @@ describe("EventLoop.scheduler", () => {
       expect(done).toBe(50 * 400)
       return atAccept[connections - 1]! - atAccept[0]!
     }
-    // Without the count, a step (at least) in every turn that accepted one.
-    expect(await stepsWhileAccepting(false)).toBeGreaterThanOrEqual(connections / 2)
-    // With it, a slice every 32 such turns: 3 of them in 100 turns.
-    expect(await stepsWhileAccepting(true)).toBeLessThanOrEqual(connections / 32 + 2)
+    try {
+      // Without the count, a step (at least) in every turn that accepted one.
+      expect(await stepsWhileAccepting(false)).toBeGreaterThanOrEqual(connections / 2)
+      // With it, a slice every 32 such turns: 3 of them in 100 turns.
+      expect(await stepsWhileAccepting(true)).toBeLessThanOrEqual(connections / 32 + 2)
+    } finally {
+      clock.mockRestore()
+    }
+  })
+
+  it("runs a fiber's work at least every `maxHeldMs` while connections keep coming, a slice of more than one task (a fake clock)", async () => {
+    // A flood of connections (two clients connecting and closing, no token needed) means a connection
+    // accepted in every turn of the loop, for as long as it goes on. The work held back for them must
+    // still run often and in slices long enough for a cancel's tasks: it ran one task every
+    // `maxAcceptingTurns` + 1 turns (50 tasks of a fiber took 0.1–3.3 s, a `serve` cancel up to 4.5 s).
+    // Driven here with a simulated accept stream (a connection counted each turn, 0.25 ms of the
+    // fake clock each) and tasks of 0.01 ms each: counted, the fiber's tasks run per connection accepted.
+    let now = 0
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => now)
+    try {
+      const floodTurns = 2_000
+      let accepted = 0
+      let flooding = true
+      let done = 0
+      let doneInFlood = 0
+      const acceptTurn = () => {
+        if (accepted === floodTurns) {
+          flooding = false
+          doneInFlood = done
+          return
+        }
+        accepted++
+        now += 0.25
+        setImmediate(acceptTurn)
+      }
+      const task = Effect.sync(() => {
+        now += 0.01
+        done++
+      })
+      const fiber = Effect.whileLoop({ while: () => flooding, body: () => Effect.zipRight(Effect.yieldNow(), task), step: () => undefined })
+      setImmediate(acceptTurn)
+      await Effect.runPromise(fiber.pipe(EventLoop.sliced(EventLoop.defaultSliceMs, undefined, () => flooding, () => accepted)))
+      // A hold of at most `maxHeldMs` (20 turns of 0.25 ms) then a slice of `heldSliceMs` (100 tasks):
+      // about 5 tasks a connection. It was one task every 33.
+      expect(doneInFlood / floodTurns).toBeGreaterThanOrEqual(1)
+      // Still held back: fewer tasks than the same simulated time free of accepts would run (25 a connection).
+      expect(doneInFlood / floodTurns).toBeLessThan(12)
+    } finally {
+      clock.mockRestore()
+    }
   })
 
   it("runs the fibers `urgent` names ahead of the queued work, from their first step", async () => {
