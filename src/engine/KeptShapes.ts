@@ -60,10 +60,12 @@ export const hold = (): number => {
       // `yield*` of an effect in `Effect.gen`.
       Effect.void[Symbol.iterator](),
       // A fiber (`FiberRuntime`, whose map every step of the run loop checks) parked for good inside an
-      // uninterruptible region, so its stack holds the region's `RevertFlags` frame: with no fiber alive at a
+      // uninterruptible region, so its stack holds the region's `RevertFlags` frames: with no fiber alive at a
       // major GC — a process between two `runPromise` turns — the run loop's code went (perf62core). It
-      // waits on nothing (no timer, no handle): it neither keeps the process alive nor ever runs again.
-      Effect.runFork(Effect.uninterruptible(Effect.flatMap(Effect.async<void>(() => {}), () => Effect.void))),
+      // waits on nothing (no timer, no handle): it neither keeps the process alive nor ever runs again. It
+      // is one of `Fiber.roots`, so it waits interruptibly (`restore`): an embedder's shutdown that
+      // interrupts every root ends (until December 2026 it waited uninterruptibly, and that never returned).
+      Effect.runFork(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Effect.async<void>(() => {})), () => Effect.void))),
       // A chunk of an array and one of a single piece (the shapes a pull of one delta hands over), and a buffer.
       Chunk.unsafeFromArray([0, 1]),
       Chunk.of(0),
