@@ -26,6 +26,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberStatus from "effect/FiberStatus"
 import * as Hash from "effect/Hash"
@@ -42,6 +43,10 @@ import * as Services from "./Services.js"
 import { TurnSink } from "./TurnSink.js"
 
 let kept: ReadonlyArray<unknown> | undefined
+let parked: Fiber.RuntimeFiber<void> | undefined
+
+/** The fiber `hold` parked, once it has run: one of `Fiber.roots` for the process's life. */
+export const parkedFiber = (): Fiber.RuntimeFiber<void> | undefined => parked
 
 /**
  * Makes the objects once and keeps them. Called by the engine as it is made (a call, not a
@@ -65,7 +70,7 @@ export const hold = (): number => {
       // waits on nothing (no timer, no handle): it neither keeps the process alive nor ever runs again. It
       // is one of `Fiber.roots`, so it waits interruptibly (`restore`): an embedder's shutdown that
       // interrupts every root ends (until December 2026 it waited uninterruptibly, and that never returned).
-      Effect.runFork(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Effect.async<void>(() => {})), () => Effect.void))),
+      (parked = Effect.runFork(Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(Effect.async<void>(() => {})), () => Effect.void)))),
       // A chunk of an array and one of a single piece (the shapes a pull of one delta hands over), and a buffer.
       Chunk.unsafeFromArray([0, 1]),
       Chunk.of(0),
