@@ -3,9 +3,12 @@
  * directory is (its `.mcp.json` may apply, if trusted), which is after the engine is built; ACP and
  * HTTP clients may name servers for one session. So the engine's tool router starts as the workspace
  * tools and gains servers' tools: for every session (`configure`, the CLI's one session) or for one
- * (`configureSession`, ACP `session/new` and the HTTP body). Servers stop when the command ends, or
- * when their session's servers are configured again. The MCP SDK is loaded only when there is a
- * server to start.
+ * (`configureSession`, ACP `session/new` and the HTTP body). For sessions, the workspace files'
+ * servers start once per cwd and its sessions share them; a session starts only the servers its
+ * client named. A session's own stop when it is released (ACP `session/close`), when its servers are
+ * configured again, or past `maxSessionsWithServers` (serve); a cwd's when its last session is
+ * released or its files changed and no session uses them; all when the command ends. The MCP SDK is
+ * loaded only when there is a server to start.
  *
  * @since 0.5.0
  */
@@ -51,7 +54,7 @@ export interface Configurable {
    * any configured server: their recorded tools and answers, and no process started.
    */
   readonly useRecorded: (recording: McpCassette.Recording, options?: StartOptions) => Effect.Effect<void>
-  /** Stops a session's own servers (ACP `session/close`): its tools are then the shared ones again. */
+  /** Stops a session's own servers (ACP `session/close`), and its cwd's shared ones when it was their last session. */
   readonly releaseSession: (sessionId: string) => Effect.Effect<void>
   /** Whether a session has servers of its own in this process. */
   readonly hasSession: (sessionId: string) => boolean
