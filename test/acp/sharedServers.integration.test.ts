@@ -9,24 +9,10 @@ import { join, resolve } from "node:path"
 import { describe, expect, it } from "vitest"
 import { isolatedConfigDir } from "../cli/subprocess.js"
 import { acpScratch } from "./client.js"
+import { alive, exited } from "../processes.js"
 
 const scratch = acpScratch("acp-shared")
 const serverScript = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-/** Resolves once `pid` has exited: checked on each turn of the event loop, no time assumed. */
-const exited = (pid: number) =>
-  new Promise<void>((done) => {
-    const check = () => (alive(pid) ? setImmediate(check) : done())
-    check()
-  })
 
 describe("ACP: the files' MCP servers per cwd", () => {
   it("three sessions in one cwd start the server once; closing the last stops it; a new session starts it again", async () => {

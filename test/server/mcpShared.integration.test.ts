@@ -11,6 +11,7 @@ import { join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { Running } from "../cli/subprocess.js"
 import { startServe } from "./serveProcess.js"
+import { alive } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-serve-mcp-shared-"))
 const running: Array<Running> = []
@@ -22,14 +23,6 @@ const serverScript = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
 
 const pids = (markers: string): ReadonlyArray<number> =>
   existsSync(join(markers, "started")) ? readFileSync(join(markers, "started"), "utf8").trim().split("\n").map((line) => Number(line.trim().split(/\s+/).at(-1))) : []
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 const until = async <A>(check: () => Promise<A | undefined>): Promise<A> => {
   for (;;) {
     const found = await check()
