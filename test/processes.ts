@@ -56,3 +56,10 @@ export const alive = (pid: number): boolean => {
     return false
   }
 }
+
+/** Resolves once `pid` has exited: checked on each turn of the event loop, no time assumed. */
+export const exited = (pid: number): Promise<void> =>
+  new Promise<void>((done) => {
+    const check = () => (alive(pid) ? setImmediate(check) : done())
+    check()
+  })

@@ -51,6 +51,12 @@ import * as Settings from "./Settings.js"
 import type { Input } from "./commands/Serve.js"
 
 /**
+ * The most sessions whose own MCP servers (those their `POST /sessions` named) run at once: past it
+ * the least recently used session's stop, and start again before its next turn (`ServerRestores`).
+ */
+const keptSessionServers = 16
+
+/**
  * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
  * session; ones that cannot be loaded make their sessions' calls ask, except a call the flags or
  * your own settings deny (a `--deny` is the operator's word, whatever a project file holds). A subagent's session, whose cwd
@@ -331,7 +337,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     // `--host` given as a name (not an address) is a name clients use: allowed too.
     // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
     // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
-    const mcp = McpServers.configurable()
+    const mcp = McpServers.configurable({ maxSessionsWithServers: keptSessionServers })
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ envNow: permissions.envNow, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       Effect.flatMap(permissions.serversEnvFor(session.cwd), (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { ...env, prefix: "effect-agent serve:" }))
@@ -357,10 +363,10 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       has: mcp.hasSession,
       restore: (session) =>
         Effect.gen(function*() {
+          // A session that named none has its cwd's shared servers, as a new one has.
           const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
-          if (Option.isNone(kept)) return
-          yield* startFor(session, kept.value).pipe(
-            Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
+          yield* startFor(session, Option.getOrElse(kept, () => ({}))).pipe(
+            Effect.zipRight(Option.isNone(kept) ? Effect.void : Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
             Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
           )
         }).pipe(Effect.provide(NodeContext.layer))

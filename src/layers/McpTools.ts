@@ -72,6 +72,11 @@ export interface Options {
    * a trusted project's server starts again only while its `.mcp.json` and files are as trusted).
    */
   readonly mayStart?: Readonly<Record<string, Effect.Effect<void, { readonly message: string }>>> | undefined
+  /**
+   * The servers a trusted project's `.mcp.json` defined (`McpSettings.Loaded.recheck`'s names): their
+   * calls are marked `projectServer`, which your allow rules for MCP tools do not cover (`PermissionPolicy`).
+   */
+  readonly projectServers?: ReadonlyArray<string> | undefined
   /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
   readonly hiddenEnv?: ReadonlyArray<string> | undefined
   /** A call's time limit (default 60 s); a server's own `timeout` (ms) comes first. */
@@ -337,23 +342,27 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
           )
       )
 
+    /** Whether the router below answers a tool: every one not an MCP tool's, and another server's below (a session's servers over its cwd's). */
+    const belowHas = (tool: string) => !tool.startsWith(prefix) || base!.definitions.some((d) => d.name === tool)
+
     const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> => {
       const target = byName.get(call.tool)
       if (target === undefined) {
-        return base !== undefined && !call.tool.startsWith(prefix)
+        return base !== undefined && belowHas(call.tool)
           ? base.prepare(call, cwd)
           : Effect.fail(unknownTool(call.tool, definitions.map((d) => d.name)))
       }
       if (typeof call.args !== "object" || call.args === null || Array.isArray(call.args)) {
         return Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: `${call.tool} takes an object of arguments` }))
       }
-      return Effect.succeed({ ...call, risk: "network", sequential: false, paths: [], scope: call.tool, input: call.args })
+      const fromProject = options.projectServers?.includes(target.server) === true
+      return Effect.succeed({ ...call, risk: "network", sequential: false, paths: [], scope: call.tool, input: call.args, ...(fromProject ? { projectServer: true as const } : {}) })
     }
 
     const execute = (call: PreparedCall, context: ToolContext): Effect.Effect<ToolOutput, ToolFailure> => {
       const target = byName.get(call.tool)
       if (target === undefined) {
-        return base !== undefined && !call.tool.startsWith(prefix)
+        return base !== undefined && belowHas(call.tool)
           ? base.execute(call, context)
           : Effect.fail(unknownTool(call.tool))
       }

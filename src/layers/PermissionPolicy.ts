@@ -68,7 +68,13 @@ export const Rule = Schema.Struct({
   decision: Decision,
   tool: Schema.optional(Schema.String),
   path: Schema.optional(Schema.String),
-  command: Schema.optional(Schema.String)
+  command: Schema.optional(Schema.String),
+  /**
+   * For an MCP tool's rule: it names the tools of a trusted project's server (its `.mcp.json`'s), not
+   * of yours. A rule naming MCP tools covers only servers of its own origin: your `mcp__github__*`
+   * never allows a project's server that is also named `github`.
+   */
+  projectServer: Schema.optional(Schema.Literal(true))
 })
 /** A rule. */
 export type Rule = typeof Rule.Type
@@ -410,6 +416,9 @@ const isAssignment = (word: string) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)
 const wildcardRunsAnother = (pattern: string, command: string, line: CommandLine.Tokenized): boolean =>
   CommandPattern.wildcardCommands(pattern, command, line).some((argv) => isAssignment(argv[0]!) || !CommandRisk.classify(argv).general)
 
+/** Whether a rule names MCP tools (`mcp__github__get_issue`, `mcp__github__*`): a server's name, which a project's server may share. */
+const namesMcpTool = (rule: Rule) => rule.tool !== undefined && rule.tool.startsWith("mcp__")
+
 /** `mcp__<server>__*` names every tool of that MCP server. */
 const serverWide = (pattern: string, tool: string): boolean =>
   pattern.startsWith("mcp__") && pattern.endsWith("__*") && tool.startsWith(pattern.slice(0, -1))
@@ -465,6 +474,8 @@ const matches = (
   reading?: CommandPattern.Budget
 ): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
+  // An allow naming an MCP server is for servers of its origin: yours, or with `projectServer` a trusted project's (`PreparedCall.projectServer`).
+  if (rule.decision === "allow" && namesMcpTool(rule) && (call.projectServer === true) !== (rule.projectServer === true)) return false
   if (rule.path !== undefined) {
     const matching = (p: PathAccess) => pathMatches(rule, p, cwd)
     // An allow covers every path of the call; a deny or ask any one of them.
@@ -521,6 +532,15 @@ const shortened = (text: string) => (text.length > 80 ? `${text.slice(0, 79)}…
  * the user answering it is who needs to know what their rule did not cover, and what to write.
  */
 const uncoveredBy = (rules: ReadonlyArray<Checked>, call: PreparedCall, line: Line | undefined, cwd: string): Pick<PermissionDecision, "reason" | "allowCommand"> => {
+  if (call.projectServer === true) {
+    const yours = rules.find((r) => r.decision === "allow" && namesMcpTool(r) && r.projectServer !== true && matches(r, { ...call, projectServer: undefined }, line, cwd, true))
+    if (yours !== undefined) {
+      return {
+        reason: `your rule ${yours.name} is for your own MCP servers; this server is the project's (its .mcp.json), which only shares the name ` +
+          `(a rule with "projectServer": true allows a trusted project's server)`
+      }
+    }
+  }
   if (call.command === undefined || line === undefined) return {}
   const rule = rules.find((r) => r.decision === "allow" && r.command !== undefined && matches(r, call, line, cwd, true))
   if (rule === undefined) return {}

@@ -115,6 +115,11 @@ export interface PreparedCall extends ToolCallInput {
   readonly scope: string
   /** The tool's decoded arguments. */
   readonly input: unknown
+  /**
+   * A tool of an MCP server a trusted project's `.mcp.json` defined: your allow rules naming MCP
+   * tools (`mcp__github__*`) are for your own servers and do not cover it; it asks (`PermissionPolicy`).
+   */
+  readonly projectServer?: true | undefined
 }
 
 /** What a running tool can use. */

@@ -10,25 +10,10 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { describe, expect, it } from "vitest"
 import { acpScratch, chunks, logOf } from "./client.js"
+import { alive, exited } from "../processes.js"
 
 const scratch = acpScratch("acp-close")
 const serverScript = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Resolves once `pid` has exited: checked on each turn of the event loop, no time assumed. */
-const exited = (pid: number) =>
-  new Promise<void>((done) => {
-    const check = () => (alive(pid) ? setImmediate(check) : done())
-    check()
-  })
 
 describe("ACP session/close", () => {
   it("cancels the running turn, stops the session's MCP servers, and the session is no longer open here", async () => {

@@ -39,6 +39,9 @@ const logOf = async (p: Project, stderr: string) => {
   if (sessionId === undefined) return ""
   return (await cli(p, ["replay", sessionId, "--json", "--data-dir", p.dataDir])).stdout
 }
+/** Your rule for a trusted project's server's tools: a rule for MCP tools covers only servers of its origin (`projectServer`). */
+const allowProjectServer = (p: Project, tool: string) =>
+  writeFileSync(join(p.config, "settings.json"), JSON.stringify({ rules: [{ decision: "allow", tool, projectServer: true }] }))
 const starts = (p: Project) => existsSync(join(p.markers, "started")) ? readFileSync(join(p.markers, "started"), "utf8").trim().split("\n").length : 0
 
 describe("MCP servers in the CLI", () => {
@@ -232,7 +235,8 @@ describe("MCP servers in the CLI", () => {
     expect(starts(p)).toBe(0)
     const trusted = await cli(p, ["trust", "--yes"])
     expect(trusted.code, trusted.stderr).toBe(0)
-    const run = await runIn(p, ["--allow", "mcp__fixture__*"])
+    allowProjectServer(p, "mcp__fixture__*")
+    const run = await runIn(p)
     expect(run.code, run.stderr).toBe(0)
     expect(await logOf(p, run.stderr)).toContain("\"result\":\"echo: trusted\"")
     expect(starts(p)).toBe(1)
@@ -298,7 +302,8 @@ describe("your own MCP servers do not start in the repository", () => {
     writeFileSync(join(flagFolder, "mcp.json"), JSON.stringify({ mcpServers: { flagged: fixture } }))
     writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { project: fixture } }))
     await cli(p, ["trust", "--yes"])
-    const done = await runIn(p, ["--mcp-config", join(flagFolder, "mcp.json"), "--allow", "mcp__fixture__*", "--allow", "mcp__flagged__*", "--allow", "mcp__project__*"])
+    allowProjectServer(p, "mcp__project__*")
+    const done = await runIn(p, ["--mcp-config", join(flagFolder, "mcp.json"), "--allow", "mcp__fixture__*", "--allow", "mcp__flagged__*"])
     expect(done.code, done.stderr).toBe(0)
     // The calls run together: their results are matched by call, not by order.
     const completed = (await logOf(p, done.stderr)).split("\n").filter((line) => line.includes("\"type\":\"tool.completed\"")).map((line) => JSON.parse(line).payload)
@@ -307,5 +312,31 @@ describe("your own MCP servers do not start in the repository", () => {
       call_2: `PWD=${flagFolder}`,
       call_3: `PWD=${p.cwd}`
     })
+  }, 120_000)
+})
+
+describe("your rule for an MCP server does not cover a project's server of the same name", () => {
+  // `mcp__fixture__*` in your settings is your word for a server of yours named "fixture". A trusted
+  // .mcp.json naming its own server "fixture" got its tools allowed by that rule without asking,
+  // while the trust summary said "its tools still ask before they run".
+  it("a trusted .mcp.json's server named like one your rule allows: its call asks", async () => {
+    const p = project("shadow", [{ tool: "mcp__fixture__echo", args: { text: "borrowed" } }])
+    writeFileSync(join(p.config, "settings.json"), JSON.stringify({ rules: [{ decision: "allow", tool: "mcp__fixture__*" }] }))
+    writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify(serversFile(p)))
+    expect((await cli(p, ["trust", "--yes"])).code).toBe(0)
+    const done = await runIn(p)
+    expect(starts(p)).toBe(1)
+    const log = await logOf(p, done.stderr)
+    // Before: `permission.resolved {allow}` by the user's rule, and the call ran.
+    expect(log).not.toContain("echo: borrowed")
+    expect(log).toContain("\"type\":\"permission.requested\"")
+
+    // A rule that says it is for the project's server allows it; it does not cover a server of yours named so.
+    allowProjectServer(p, "mcp__fixture__*")
+    const allowed = await runIn(p)
+    expect(await logOf(p, allowed.stderr)).toContain("\"result\":\"echo: borrowed\"")
+    writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))
+    const yours = await runIn(p)
+    expect(await logOf(p, yours.stderr)).not.toContain("echo: borrowed")
   }, 120_000)
 })

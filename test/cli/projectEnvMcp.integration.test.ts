@@ -32,7 +32,8 @@ const setup = (name: string) => {
   for (const d of [join(p.cwd, ".effect-agent"), p.config]) mkdirSync(d, { recursive: true })
   writeFileSync(join(p.cwd, ".effect-agent", "settings.json"), JSON.stringify({ env: { set: { HF_ENDPOINT: "https://attacker.invalid", PROJECT_SET: "theirs" } } }))
   writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { proj: fixture } }))
-  writeFileSync(join(p.config, "settings.json"), JSON.stringify({ env: { set: { USER_SET: "mine" } } }))
+  // Your rule for the project's server says it is for the project's (a rule for MCP tools covers servers of its origin only).
+  writeFileSync(join(p.config, "settings.json"), JSON.stringify({ env: { set: { USER_SET: "mine" } }, rules: [{ decision: "allow", tool: "mcp__proj__env", projectServer: true }] }))
   writeFileSync(join(p.config, "mcp.json"), JSON.stringify({ mcpServers: { mine: { ...fixture, env: { GITHUB_PERSONAL_ACCESS_TOKEN: "ghp_user_secret" } } } }))
   return p
 }
@@ -66,7 +67,7 @@ describe("a trusted project's env reaches commands and its own MCP servers, neve
     const trusted = await cli(p, ["trust", "--yes"])
     expect(trusted.code, trusted.stderr).toBe(0)
     expect(trusted.stdout).toContain(`sets HF_ENDPOINT="https://attacker.invalid" for commands and this project's MCP servers`)
-    const done = await cli(p, ["run", "go", "--script", p.script, "--data-dir", p.dataDir, "--mcp-config", flagged, "--allow", "mcp__mine__env", "--allow", "mcp__flagged__env", "--allow", "mcp__proj__env"])
+    const done = await cli(p, ["run", "go", "--script", p.script, "--data-dir", p.dataDir, "--mcp-config", flagged, "--allow", "mcp__mine__env", "--allow", "mcp__flagged__env"])
     expect(done.code, done.stderr).toBe(0)
     const sessionId = /session (sess_\S+)/.exec(done.stderr)![1]!
     const log = (await cli(p, ["replay", sessionId, "--json", "--data-dir", p.dataDir])).stdout
@@ -102,7 +103,7 @@ describe("a trusted project's env reaches commands and its own MCP servers, neve
       const trusted = await cli({ ...p, cwd }, ["trust", "--yes"])
       expect(trusted.code, trusted.stderr).toBe(0)
     }
-    const { server, token, url } = await startServe(["--script", p.script, "--data-dir", p.dataDir, "--allow", "mcp__proj__env"], { cwd: p.cwd, env: { EFFECT_AGENT_CONFIG_DIR: p.config } })
+    const { server, token, url } = await startServe(["--script", p.script, "--data-dir", p.dataDir], { cwd: p.cwd, env: { EFFECT_AGENT_CONFIG_DIR: p.config } })
     running.push(server)
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
     const created = await fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd: other }) })

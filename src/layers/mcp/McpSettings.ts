@@ -303,7 +303,7 @@ export const summary = (project: Project): ReadonlyArray<string> => {
     ...(entries.length === 0
       ? ["It starts no MCP server."]
       : [
-        "Once trusted, each session in this project starts or connects to (its tools still ask before they run):",
+        "Once trusted, each session in this project starts or connects to (its tools still ask before they run: your rules for your own servers of the same names do not cover them):",
         ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`),
         ...pathSummary(entries, NodePath.dirname(project.path)),
         ...fetchedSummary(entries, project.files),
