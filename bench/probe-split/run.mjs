@@ -94,18 +94,22 @@ const byPort = (entries, portOf, timeOf) => {
   return (probe) => (map.get(probe.port) ?? []).find((entry) => timeOf(entry) >= probe.start)
 }
 const acceptOf = byPort(stamped.conns, ([, port]) => port, ([t]) => t)
+// The accept itself (the connection then held unread until handed over, `acceptOf`'s stamp).
+const acceptedOf = byPort(stamped.accepts ?? stamped.conns, ([, port]) => port, ([t]) => t)
 const answerOf = byPort(stamped.health, (h) => h.port, (h) => h.request)
-const liveAccepts = stamped.conns.filter(([t, port]) => t > start && !probes.some((p) => p.port === port)).map(([t]) => t)
+const liveAccepts = (stamped.accepts ?? stamped.conns).filter(([t, port]) => t > start && !probes.some((p) => p.port === port)).map(([t]) => t)
 const burstEnd = liveAccepts[Math.min(Number(watchers) - 1, liveAccepts.length - 1)]
 console.log(`${probes.length} probes, worst ${ms(Math.max(...probes.map((p) => p.end - p.start)))} ms; clients started at +0, all connected ${at(burstEnd)} (first ${at(liveAccepts[0])}), ready ${at(ready)}, done ${at(end)}; ${clientsOut.trim().split("\n").at(-1)}`)
 const tally = {}
 for (const probe of probes.filter((p) => p.end - p.start > over)) {
   const accept = acceptOf(probe)?.[0]
+  const accepted = acceptedOf(probe)?.[0] ?? accept
   const health = answerOf(probe)
   const parts = {
     "TCP connect": probe.connect - probe.start,
-    "listen queue": accept - probe.connect,
-    "accept to request": health?.request - accept,
+    "listen queue": accepted - probe.connect,
+    "held": accept - accepted,
+    "handed to request": health?.request - accept,
     "request to answer": health?.finish - health?.request,
     "the prober waiting for a CPU": probe.waited
   }
@@ -113,8 +117,11 @@ for (const probe of probes.filter((p) => p.end - p.start > over)) {
   const largest = Object.entries(parts).filter(([, v]) => !Number.isNaN(v)).sort((a, b) => b[1] - a[1])[0]?.[0] ?? "unmatched"
   tally[`${largest}, ${phase}`] = (tally[`${largest}, ${phase}`] ?? 0) + 1
   // The connections the server accepted between the probe's connect and its own accept: what was ahead of it in the listen queue.
-  const ahead = accept === undefined ? "?" : stamped.conns.filter(([t]) => t > probe.connect && t < accept).length
-  console.log(`probe ${at(probe.start)} (${phase}) ${ms(probe.end - probe.start)} ms: ${Object.entries(parts).map(([name, v]) => `${name} ${ms(v)}`).join(", ")}; ${ahead} accepts ahead of it`)
+  const accepts = stamped.accepts ?? stamped.conns
+  const ahead = accepted === undefined ? "?" : accepts.filter(([t]) => t > probe.connect && t < accepted).length
+  // And those handed over while it was held: the connections set up and read ahead of it.
+  const handedAhead = accept === undefined ? "?" : stamped.conns.filter(([t]) => t > accepted && t < accept).length
+  console.log(`probe ${at(probe.start)} (${phase}) ${ms(probe.end - probe.start)} ms: ${Object.entries(parts).map(([name, v]) => `${name} ${ms(v)}`).join(", ")}; ${ahead} accepts ahead of it, ${handedAhead} handed over while it was held`)
   for (const gap of stamped.gaps.filter((g) => g.end > probe.start && g.start < probe.end)) {
     const gcs = stamped.gcs.filter((gc) => gc.start + gc.ms > gap.start && gc.start < gap.end).map((gc) => `${gc.kind === 1 ? "scavenge" : `gc kind ${gc.kind}`} ${ms(gc.ms)}`)
     console.log(`  server turn ${at(gap.start)} ${ms(gap.end - gap.start)} ms wall: process CPU ${ms(gap.cpu)}, main thread on a CPU ${ms(gap.running)} / waiting for one ${ms(gap.waiting)}${gcs.length > 0 ? `; ${gcs.join(", ")}` : ""}`)
@@ -143,7 +150,7 @@ const cpuAt = (t) => {
 }
 const byCpu = probes.map((p) => ({ p, cpu: cpuAt(p.end) - cpuAt(p.start) })).sort((a, b) => b.cpu - a.cpu)
 const phaseOf = (p) => p.start < burstEnd ? "the burst" : p.start < ready ? "the requests' starts" : "the turn"
-console.log(`the server's main thread on a CPU during a probe: worst ${byCpu.slice(0, 5).map(({ p, cpu }) => `${ms(cpu)} ms (${phaseOf(p)}, ${at(p.start)}, wall ${ms(p.end - p.start)}, ${acceptOf(p) === undefined ? "?" : stamped.conns.filter(([t]) => t > p.connect && t < acceptOf(p)[0]).length} accepts ahead)`).join("; ")}`)
+console.log(`the server's main thread on a CPU during a probe: worst ${byCpu.slice(0, 5).map(({ p, cpu }) => `${ms(cpu)} ms (${phaseOf(p)}, ${at(p.start)}, wall ${ms(p.end - p.start)}, ${acceptedOf(p) === undefined ? "?" : (stamped.accepts ?? stamped.conns).filter(([t]) => t > p.connect && t < acceptedOf(p)[0]).length} accepts ahead, held ${acceptOf(p) === undefined || acceptedOf(p) === undefined ? "?" : ms(acceptOf(p)[0] - acceptedOf(p)[0])} ms)`).join("; ")}`)
 for (const name of ["the burst", "the requests' starts", "the turn"]) {
   const of = byCpu.filter(({ p }) => phaseOf(p) === name).map(({ cpu }) => cpu)
   if (of.length > 0) console.log(`  ${name}: ${of.length} probes, max ${ms(of[0])} ms, p50 ${ms(of[Math.floor(of.length / 2)])} ms on the server's main thread`)

@@ -1,6 +1,7 @@
 /**
  * Preloaded into `serve` by `bench/probe-split/run.mjs` (`node --import`): stamps, on the machine's
- * monotonic clock (ms), each accepted connection and `/healthz` request by the client's port, each
+ * monotonic clock (ms), each connection accepted (`accepts`) and handed to the HTTP server (`conns`;
+ * the same moment but for `serve`'s held ones) and `/healthz` request by the client's port, each
  * `/healthz` response's `finish`, each GC, and each turn of the loop over 4 ms (a 1 ms timer: wall,
  * the process's CPU, the main thread's time on a CPU and waiting for one), and at every tick the
  * main thread's time on a CPU (`cpu`: time, ms on a CPU, flat pairs). On SIGUSR2 it writes them
@@ -13,7 +14,7 @@ import { PerformanceObserver } from "node:perf_hooks"
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
 const offset = now() - performance.now()
-const out = { conns: [], health: [], gaps: [], gcs: [], cpu: [] }
+const out = { accepts: [], conns: [], health: [], gaps: [], gcs: [], cpu: [] }
 const schedFd = openSync("/proc/thread-self/schedstat", "r")
 const buffer = Buffer.alloc(128)
 const sched = () => {
@@ -28,6 +29,28 @@ net.Server.prototype.emit = function(event, ...args) {
   if (event === "request" && args[0].url === "/healthz") stampHealth(args[0], args[1])
   return emit.call(this, event, ...args)
 }
+// `serve` holds a connection unread while others are being accepted (perf63serve) and emits its
+// `connection` to the prototype's (stamped above, as `conns`) only when it hands it over: its accept
+// is stamped (`accepts`) where the server's own hooks on `emit` first see it, through an accessor
+// that wraps each hook the server sets.
+const seen = new WeakSet()
+const hooked = Symbol("hooked")
+const stampedEmit = net.Server.prototype.emit
+Object.defineProperty(net.Server.prototype, "emit", {
+  configurable: true,
+  get() {
+    return this[hooked] ?? stampedEmit
+  },
+  set(hook) {
+    this[hooked] = function(event, ...args) {
+      if (event === "connection" && !seen.has(args[0])) {
+        seen.add(args[0])
+        out.accepts.push([now(), args[0].remotePort])
+      }
+      return hook.call(this, event, ...args)
+    }
+  }
+})
 const stamped = new WeakSet()
 const stampHealth = (request, response) => {
   stamped.add(response)

@@ -57,6 +57,52 @@ export type Urgent = (fiber: Fiber.RuntimeFiber<unknown, unknown>) => boolean
  */
 const urgentPriority = -1
 
+/** A hold while connections are being accepted: see {@link acceptHold}. */
+export interface AcceptHold {
+  /**
+   * Asked once a turn of the loop (in its check phase): whether to hold the work back again — a
+   * connection was accepted since the last look, and the hold has lasted fewer than
+   * {@link maxAcceptingTurns} turns and {@link maxHeldMs}. A `false` ends the hold.
+   */
+  readonly holding: () => boolean
+  /** Whether the last `holding()` ended a hold that ran out (connections were still coming). */
+  readonly ranOut: boolean
+}
+
+/**
+ * The rule for holding work back while connections are being accepted, `accepted` counting them
+ * (see {@link scheduler}): held while each turn accepts one, at most {@link maxAcceptingTurns} turns
+ * and {@link maxHeldMs} in a row (by `performance.now()`): a turn that accepts costs a fraction of a
+ * millisecond on a quiet machine, several under load, so turns alone let a flood hold the work 32
+ * turns of whatever length. The scheduler's fiber work follows it, and so do the connections `serve`
+ * holds unread (`Server`'s `holdWhileAccepting`, a `/healthz` probe's among them).
+ */
+export const acceptHold = (accepted: () => number): AcceptHold => {
+  /** `accepted()` at the last look, how many turns in a row the hold has lasted, and since when (-1: none). */
+  let acceptsSeen = accepted()
+  let heldTurns = 0
+  let heldSince = -1
+  const state = {
+    ranOut: false,
+    holding: (): boolean => {
+      const count = accepted()
+      const now = performance.now()
+      if (count === acceptsSeen || heldTurns >= maxAcceptingTurns || (heldSince >= 0 && now - heldSince >= maxHeldMs)) {
+        state.ranOut = count !== acceptsSeen
+        acceptsSeen = count
+        heldTurns = 0
+        heldSince = -1
+        return false
+      }
+      state.ranOut = false
+      acceptsSeen = count
+      if (heldTurns++ === 0) heldSince = now
+      return true
+    }
+  }
+  return state
+}
+
 /**
  * A scheduler that gives the event loop a turn at least every `sliceMs` of fiber work. Every fiber
  * waits its turn in one queue, a slice of work per turn of the loop; a fiber `urgent` names (a
@@ -154,11 +200,9 @@ export const scheduler = (
   // one call, a slice in which 500 clients were handed a turn's big batch wrote 500 sockets after
   // it, 100–250 ms before the loop could turn, which no clock in the run saw; a tick at a time, the
   // next task finds that time on the clock.
-  /** `accepted()` when the scheduler last looked, and how many turns in a row it has held the work back for accepts. */
-  let acceptsSeen = accepted?.() ?? 0
-  let heldTurns = 0
-  /** When the work was first held back (-1: it is not), and whether the next slice follows a hold that ran out. */
-  let heldSince = -1
+  /** Whether the work is held back for accepts (see `accepted`), by the rule `serve`'s held connections follow too. */
+  const hold = accepted === undefined ? undefined : acceptHold(accepted)
+  /** Whether the next slice follows a hold that ran out ({@link heldSliceMs}). */
   let heldOut = false
   /**
    * Whether to hold the work back (see `accepted`): a connection was accepted since the last look —
@@ -166,19 +210,10 @@ export const scheduler = (
    * queued from that phase: Node runs an immediate queued while it runs immediates in the next turn).
    */
   const accepting = (): boolean => {
-    if (accepted === undefined) return false
-    const count = accepted()
-    const now = performance.now()
-    if (count === acceptsSeen || heldTurns >= maxAcceptingTurns || (heldSince >= 0 && now - heldSince >= maxHeldMs)) {
-      heldOut = count !== acceptsSeen
-      acceptsSeen = count
-      heldTurns = 0
-      heldSince = -1
-      return false
-    }
-    acceptsSeen = count
-    if (heldTurns++ === 0) heldSince = now
-    return true
+    if (hold === undefined) return false
+    const held = hold.holding()
+    heldOut = hold.ranOut
+    return held
   }
   /** A run in the loop's check phase (`setImmediate`), after its poll. */
   const runInCheck = () => run(true)

@@ -528,7 +528,9 @@ export const connectionsHandedPerTurn = 16
  * the held ones to the HTTP server (its own connection setup, the bound on strangers, the headers'
  * timeout, the reading of their requests) in the turns of the loop that accept none —
  * {@link connectionsHandedPerTurn} a turn, the newest first with as many of the oldest — and, while
- * connections keep coming, a batch every `EventLoop.maxAcceptingTurns` turns.
+ * connections keep coming, a batch once they have been held `EventLoop.maxAcceptingTurns` turns or
+ * `EventLoop.maxHeldMs` (`EventLoop.acceptHold`, the rule the scheduler's fiber work follows: by
+ * turns alone, a flood on a loaded machine, several milliseconds a turn, held a probe 32 of them).
  *
  * Node (libuv 1.46) accepts one connection per turn of its loop, so a `/healthz` probe that connects
  * behind 500 watchers in the listen queue waits for 500 turns. Each of those turns also set the
@@ -541,8 +543,10 @@ export const connectionsHandedPerTurn = 16
  * sent no credential yet: it is told to the bound on strangers as it is accepted (`arrived`), in the
  * order connections came, and one that bound closes is skipped. `close` closes the held ones (the
  * server's own close counts them as open and would wait for them).
+ *
+ * @internal
  */
-const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket) => void) => {
+export const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket) => void) => {
   // Node's own option for sockets handed elsewhere (`net.Server`'s, which an HTTP server has): made paused, read once resumed.
   Object.assign(server, { pauseOnConnect: true })
   const emit = server.emit as (this: NodeServer, event: string | symbol, ...args: Array<unknown>) => boolean
@@ -550,8 +554,7 @@ const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket) => voi
   let held: Array<Socket> = []
   let oldest = 0
   let scheduled = false
-  let acceptsSeen = acceptedCount
-  let heldTurns = 0
+  const hold = EventLoop.acceptHold(connectionsAccepted)
   const count = () => held.length - oldest
   const hand = (socket: Socket | undefined) => {
     if (socket === undefined || socket.destroyed) return
@@ -562,13 +565,7 @@ const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket) => voi
   const release = () => {
     scheduled = false
     if (count() === 0) return
-    if (acceptedCount !== acceptsSeen && heldTurns < EventLoop.maxAcceptingTurns) {
-      acceptsSeen = acceptedCount
-      heldTurns++
-      return later()
-    }
-    acceptsSeen = acceptedCount
-    heldTurns = 0
+    if (hold.holding()) return later()
     for (let i = 0; i < connectionsHandedPerTurn && count() > 0; i++) hand(i % 2 === 0 ? held.pop() : held[oldest++])
     if (count() === 0) {
       held = []

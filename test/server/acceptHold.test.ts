@@ -6,15 +6,23 @@
  * the held ones to the HTTP server a batch a turn, the newest first with as many of the oldest.
  * Counted, not timed: the order in which 101 `/healthz` requests queued at once are answered.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { ServerResponse } from "node:http"
+import { EventEmitter } from "node:events"
+import { type Server as NodeServer, ServerResponse } from "node:http"
 import { connect, type Socket } from "node:net"
+import * as EventLoop from "../../src/server/EventLoop.js"
+import * as Server from "../../src/server/Server.js"
 import { startIn } from "./harness.js"
 
 describe("serve accepts connections first and reads them after", () => {
   it.scopedLive("a connection queued behind 100 others is answered before most of them, and every one is answered", () =>
     Effect.gen(function*() {
+      // A clock that moves a microsecond a read: the holds run out by their turns (`EventLoop.maxAcceptingTurns`),
+      // as on a quiet machine, not by `EventLoop.maxHeldMs` of a loaded one's long turns.
+      let now = performance.now()
+      const clock = vi.spyOn(performance, "now").mockImplementation(() => (now += 0.001))
+      yield* Effect.addFinalizer(() => Effect.sync(() => clock.mockRestore()))
       const { server } = yield* startIn()
       const { port } = server
       // The order the server answers in, by the client's port (`serve` answers a plain `/healthz` in Node's callback).
@@ -53,4 +61,60 @@ describe("serve accepts connections first and reads them after", () => {
       expect(last).toBeGreaterThanOrEqual(0)
       expect(last).toBeLessThan(75)
     }), 30_000)
+})
+
+describe("serve's held connections follow the scheduler's hold, bounded by time as well as turns", () => {
+  it("hands a held connection over within `maxHeldMs` while a flood keeps connections coming (a fake clock)", async () => {
+    // A flood on a loaded machine: a connection accepted every turn of the loop, each turn 1 ms of
+    // the fake clock. Counted by turns only, the held connections were handed over a batch every 33
+    // turns (33 ms here): 16 a batch for 33 accepted, so the held grew and the ones in the middle —
+    // a `/healthz` probe among them — waited for the flood's end. Driven with a stand-in server (the
+    // emitter `holdWhileAccepting` hooks) and stand-in sockets, so the count is the hold's alone.
+    let now = 0
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => now)
+    try {
+      const server = new EventEmitter() as unknown as NodeServer
+      const acceptedAt = new Map<object, number>()
+      const waits: Array<number> = []
+      let largestBatch = 0
+      let batch = 0
+      let batchAt = -1
+      server.on("connection", (socket: object) => {
+        if (batchAt !== now) {
+          batch = 0
+          batchAt = now
+        }
+        largestBatch = Math.max(largestBatch, ++batch)
+        waits.push(now - acceptedAt.get(socket)!)
+      })
+      Server.holdWhileAccepting(server, () => undefined)
+      const flood = 300
+      let accepted = 0
+      let handedInFlood = 0
+      await new Promise<void>((resolve) => {
+        const acceptTurn = () => {
+          if (accepted === flood) {
+            handedInFlood = waits.length
+            return resolve()
+          }
+          now += 1
+          const socket = { destroyed: false, resume: () => undefined, destroy: () => undefined }
+          acceptedAt.set(socket, now)
+          accepted++
+          server.emit("connection", socket)
+          setImmediate(acceptTurn)
+        }
+        setImmediate(acceptTurn)
+      })
+      while (waits.length < flood) await new Promise((resolve) => setImmediate(resolve))
+      // At most `connectionsHandedPerTurn` set up in one turn.
+      expect(largestBatch).toBeLessThanOrEqual(Server.connectionsHandedPerTurn)
+      // While the flood went on, a batch at least every `maxHeldMs` (and its turn): nearly all handed over in it.
+      expect(handedInFlood).toBeGreaterThan(flood - 2 * Server.connectionsHandedPerTurn)
+      // None held much past `maxHeldMs`: on main the middle of the flood waited for its end (≈ 250 ms).
+      expect(Math.max(...waits)).toBeLessThanOrEqual(EventLoop.maxHeldMs + 3)
+    } finally {
+      clock.mockRestore()
+    }
+  })
 })
