@@ -546,16 +546,29 @@ export const connectionsHandedPerTurn = 16
  *
  * @internal
  */
+/** How many handed-over slots at the front of the held list are let go before the list is moved down. */
+const compactAfter = 1_024
+
 export const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket) => void) => {
   // Node's own option for sockets handed elsewhere (`net.Server`'s, which an HTTP server has): made paused, read once resumed.
   Object.assign(server, { pauseOnConnect: true })
   const emit = server.emit as (this: NodeServer, event: string | symbol, ...args: Array<unknown>) => boolean
-  /** Oldest first, from `oldest` on. */
-  let held: Array<Socket> = []
+  /** Oldest first, from `oldest` on; the slots before it are emptied, so a flood that never lets the list empty keeps no socket it handed over. */
+  let held: Array<Socket | undefined> = []
   let oldest = 0
   let scheduled = false
   const hold = EventLoop.acceptHold(connectionsAccepted)
   const count = () => held.length - oldest
+  /** The oldest held, its slot emptied; the list moved down once mostly empty slots (a flood that never ends keeps it from emptying). */
+  const takeOldest = () => {
+    const socket = held[oldest]
+    held[oldest++] = undefined
+    if (oldest >= compactAfter && oldest * 2 >= held.length) {
+      held = held.slice(oldest)
+      oldest = 0
+    }
+    return socket
+  }
   const hand = (socket: Socket | undefined) => {
     if (socket === undefined || socket.destroyed) return
     emit.call(server, "connection", socket)
@@ -566,7 +579,7 @@ export const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket)
     scheduled = false
     if (count() === 0) return
     if (hold.holding()) return later()
-    for (let i = 0; i < connectionsHandedPerTurn && count() > 0; i++) hand(i % 2 === 0 ? held.pop() : held[oldest++])
+    for (let i = 0; i < connectionsHandedPerTurn && count() > 0; i++) hand(i % 2 === 0 ? held.pop() : takeOldest())
     if (count() === 0) {
       held = []
       oldest = 0
@@ -583,7 +596,7 @@ export const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket)
     const socket = args[0] as Socket
     arrived(socket)
     // The oldest held, closed by the bound on strangers, are let go at once.
-    while (oldest < held.length && held[oldest]!.destroyed) oldest++
+    while (oldest < held.length && held[oldest]!.destroyed) takeOldest()
     held.push(socket)
     later()
     return true
@@ -593,7 +606,9 @@ export const holdWhileAccepting = (server: NodeServer, arrived: (socket: Socket)
       for (let i = oldest; i < held.length; i++) held[i]!.destroy()
       held = []
       oldest = 0
-    }
+    },
+    /** @internal How many sockets the list references (held ones and emptied slots' none): for the tests. */
+    referenced: () => held.reduce((sum: number, socket) => (socket === undefined ? sum : sum + 1), 0)
   }
 }
 

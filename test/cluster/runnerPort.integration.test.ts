@@ -472,7 +472,8 @@ describe("the runners' port", () => {
           for (const seen of fake.connections) {
             expect(carriesProtocol(seen.received)).toBe(false)
             expect(seen.received.length).toBeLessThanOrEqual(wire.helloLength)
-            if (seen.closed) expect(seen.received.subarray(0, wire.helloMagic.length)).toEqual(wire.helloMagic)
+            // A connection the client gave up on before it wrote (its open timed out on a busy machine) carries nothing at all.
+            if (seen.closed && seen.received.length > 0) expect(seen.received.subarray(0, wire.helloMagic.length)).toEqual(wire.helloMagic)
           }
           expect(fake.connections.filter((seen) => seen.closed).length).toBeGreaterThanOrEqual(closes)
           // The call fails (the handshake's failure reaches it) rather than hang; nothing of the secret is in its error.

@@ -118,3 +118,51 @@ describe("serve's held connections follow the scheduler's hold, bounded by time 
     }
   })
 })
+
+describe("serve's held connections keep no socket once handed over or closed", () => {
+  it("a flood that never lets the held list empty leaves the list referencing only the connections still held", async () => {
+    // review64a: the held list was reset only once empty, and the slots before its oldest kept their
+    // sockets — handed over, or closed by the bound on strangers — for as long as a flood kept it from
+    // emptying (3,355 sockets at 15 s of six connect-and-close flooders). Here the bound on strangers
+    // is a stand-in that closes the oldest past 64 live ones, and 20 arrive each 1 ms turn.
+    let now = 0
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => now)
+    try {
+      const server = new EventEmitter() as unknown as NodeServer
+      server.on("connection", () => undefined)
+      type Stand = { destroyed: boolean; resume: () => void; destroy: () => void }
+      const live: Array<Stand> = []
+      const strangers = (socket: Socket) => {
+        live.push(socket as unknown as Stand)
+        while (live.filter((one) => !one.destroyed).length > 64) live.find((one) => !one.destroyed)!.destroy()
+      }
+      const held = Server.holdWhileAccepting(server, strangers)
+      let turns = 0
+      let mostReferenced = 0
+      await new Promise<void>((resolve) => {
+        const acceptTurn = () => {
+          if (turns++ === 300) return resolve()
+          now += 1
+          for (let i = 0; i < 20; i++) {
+            const socket: Stand = {
+              destroyed: false,
+              resume: () => undefined,
+              destroy: () => {
+                socket.destroyed = true
+              }
+            }
+            server.emit("connection", socket)
+          }
+          mostReferenced = Math.max(mostReferenced, held.referenced())
+          setImmediate(acceptTurn)
+        }
+        setImmediate(acceptTurn)
+      })
+      // 6,000 arrived; the list references at most the 64 live ones and the turn's arrivals (on main: thousands).
+      expect(mostReferenced).toBeLessThanOrEqual(64 + 20)
+      held.close()
+    } finally {
+      clock.mockRestore()
+    }
+  })
+})
