@@ -46,15 +46,19 @@ const instructionsOf = (parts: ReadonlyArray<ContextBuilder.PromptPart>): Readon
  * limits) counts as the note's text, which `estimate` — of the request before the notes — left out.
  */
 const withImages = (tokens: ContextBuilder.TokenEstimate, request: ModelRequest, sent: ModelRequest): ContextBuilder.TokenEstimate => {
+  // No message named an image (`Images.attach` answered the request itself): nothing to count.
+  if (sent === request) return tokens
   let images = 0
   // How much longer the messages' JSON got: notes added to their text, references of the images they replace taken out.
   let chars = 0
-  request.messages.forEach((message, i) => {
+  // A loop, not a closure made per call: a full GC between turns takes a per-call closure's optimized code with it (perf64steps).
+  for (let i = 0; i < request.messages.length; i++) {
+    const message = request.messages[i]!
     const out = sent.messages[i]
-    if (message.role === "assistant" || out === undefined || out.role === "assistant") return
+    if (message.role === "assistant" || out === undefined || out.role === "assistant") continue
     images += out.images?.length ?? 0
     if (out.content !== message.content || out.images?.length !== message.images?.length) chars += JSON.stringify(out).length - JSON.stringify(message).length
-  })
+  }
   const extra = images * Image.estimatedTokens + Math.ceil(chars / 4)
   return extra === 0 ? tokens : { ...tokens, transcript: tokens.transcript + extra, total: tokens.total + extra }
 }
