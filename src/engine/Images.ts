@@ -150,6 +150,12 @@ const unavailable = (error: BlobNotFound | BlobFailure) =>
   error._tag === "BlobNotFound" ? "not in the store's blob area" : `unreadable (${error.reason})`
 
 /**
+ * Whether a message the model is sent names images. Made once, not per call: after a full GC between
+ * turns, the optimized code of a closure made per call goes with the closures (perf64steps).
+ */
+export const namesImages = (m: ModelRequest["messages"][number]): boolean => m.role !== "assistant" && m.images !== undefined
+
+/**
  * The request with the bytes of the images its user messages and tool results reference (`images`), read from the
  * blob area once per request. An image the model cannot take (its provider says it takes none, or
  * there is no blob area), or whose blob cannot be read (missing, corrupt: never sent), is replaced
@@ -168,12 +174,6 @@ const unavailable = (error: BlobNotFound | BlobFailure) =>
  * after 12 turns of 20 images) to send at most 100 of them. An image read is judged by its real size
  * (a log can say any); one that cannot be sent is a note and takes no room.
  */
-/**
- * Whether a message the model is sent names images. Made once, not per call: after a full GC between
- * turns, the optimized code of a closure made per call goes with the closures (perf64steps).
- */
-const namesImages = (m: ModelRequest["messages"][number]): boolean => m.role !== "assistant" && m.images !== undefined
-
 export const attach = (
   blobs: BlobStore.Service | undefined,
   capabilities: Capabilities,

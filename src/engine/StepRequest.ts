@@ -119,12 +119,18 @@ const leastTokens = ({ request, tokens }: Built): number => {
  * decides what the request counts.
  */
 const attach = (turn: Turn, blobs: ReturnType<typeof Images.readOnce>, built: Built): Effect.Effect<Prepared> =>
-  Effect.map(Images.attach(blobs, turn.services.provider.capabilities, built.request), (sent) => ({
-    request: sent,
-    parts: built.parts,
-    tokens: withImages(built.tokens, built.request, sent),
-    instructions: instructionsOf(built.parts)
-  }))
+  // Most requests name no image (this runs every step): prepared as built, with no `Effect.map`.
+  built.request.messages.some(Images.namesImages)
+    ? Effect.map(Images.attach(blobs, turn.services.provider.capabilities, built.request), (sent) => prepared(built, sent))
+    : Effect.succeed(prepared(built, built.request))
+
+/** The request as sent (`sent`: with its images' bytes, or `built`'s own when it names none), and its estimate. */
+const prepared = (built: Built, sent: ModelRequest): Prepared => ({
+  request: sent,
+  parts: built.parts,
+  tokens: withImages(built.tokens, built.request, sent),
+  instructions: instructionsOf(built.parts)
+})
 
 /**
  * Stores `mcp.tools_listed` for each outside source whose tools the session has not recorded yet, or
