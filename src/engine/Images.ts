@@ -150,6 +150,12 @@ const unavailable = (error: BlobNotFound | BlobFailure) =>
   error._tag === "BlobNotFound" ? "not in the store's blob area" : `unreadable (${error.reason})`
 
 /**
+ * Whether a message the model is sent names images. Made once, not per call: after a full GC between
+ * turns, the optimized code of a closure made per call goes with the closures (perf64steps).
+ */
+export const namesImages = (m: ModelRequest["messages"][number]): boolean => m.role !== "assistant" && m.images !== undefined
+
+/**
  * The request with the bytes of the images its user messages and tool results reference (`images`), read from the
  * blob area once per request. An image the model cannot take (its provider says it takes none, or
  * there is no blob area), or whose blob cannot be read (missing, corrupt: never sent), is replaced
@@ -174,7 +180,7 @@ export const attach = (
   request: ModelRequest
 ): Effect.Effect<ModelRequest> =>
   // Most requests name no image: answered as they are, with no generator (this runs every step).
-  !request.messages.some((m) => m.role !== "assistant" && m.images !== undefined) ? Effect.succeed(request) : Effect.gen(function*() {
+  !request.messages.some(namesImages) ? Effect.succeed(request) : Effect.gen(function*() {
     const refs = request.messages.flatMap((m) => m.role === "assistant" ? [] : m.images ?? [])
     // Why a reference is not sent: it cannot be (`unsent`), or it is past the request's limits (`left`).
     const unsent = new Map<Image.ImageRef, string>()

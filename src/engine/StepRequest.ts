@@ -46,15 +46,19 @@ const instructionsOf = (parts: ReadonlyArray<ContextBuilder.PromptPart>): Readon
  * limits) counts as the note's text, which `estimate` — of the request before the notes — left out.
  */
 const withImages = (tokens: ContextBuilder.TokenEstimate, request: ModelRequest, sent: ModelRequest): ContextBuilder.TokenEstimate => {
+  // No message named an image (`Images.attach` answered the request itself): nothing to count.
+  if (sent === request) return tokens
   let images = 0
   // How much longer the messages' JSON got: notes added to their text, references of the images they replace taken out.
   let chars = 0
-  request.messages.forEach((message, i) => {
+  // A loop, not a closure made per call: a full GC between turns takes a per-call closure's optimized code with it (perf64steps).
+  for (let i = 0; i < request.messages.length; i++) {
+    const message = request.messages[i]!
     const out = sent.messages[i]
-    if (message.role === "assistant" || out === undefined || out.role === "assistant") return
+    if (message.role === "assistant" || out === undefined || out.role === "assistant") continue
     images += out.images?.length ?? 0
     if (out.content !== message.content || out.images?.length !== message.images?.length) chars += JSON.stringify(out).length - JSON.stringify(message).length
-  })
+  }
   const extra = images * Image.estimatedTokens + Math.ceil(chars / 4)
   return extra === 0 ? tokens : { ...tokens, transcript: tokens.transcript + extra, total: tokens.total + extra }
 }
@@ -115,12 +119,18 @@ const leastTokens = ({ request, tokens }: Built): number => {
  * decides what the request counts.
  */
 const attach = (turn: Turn, blobs: ReturnType<typeof Images.readOnce>, built: Built): Effect.Effect<Prepared> =>
-  Effect.map(Images.attach(blobs, turn.services.provider.capabilities, built.request), (sent) => ({
-    request: sent,
-    parts: built.parts,
-    tokens: withImages(built.tokens, built.request, sent),
-    instructions: instructionsOf(built.parts)
-  }))
+  // Most requests name no image (this runs every step): prepared as built, with no `Effect.map`.
+  built.request.messages.some(Images.namesImages)
+    ? Effect.map(Images.attach(blobs, turn.services.provider.capabilities, built.request), (sent) => prepared(built, sent))
+    : Effect.succeed(prepared(built, built.request))
+
+/** The request as sent (`sent`: with its images' bytes, or `built`'s own when it names none), and its estimate. */
+const prepared = (built: Built, sent: ModelRequest): Prepared => ({
+  request: sent,
+  parts: built.parts,
+  tokens: withImages(built.tokens, built.request, sent),
+  instructions: instructionsOf(built.parts)
+})
 
 /**
  * Stores `mcp.tools_listed` for each outside source whose tools the session has not recorded yet, or

@@ -9,8 +9,10 @@
  * (before perf63steps, every turn threw away the span's `attribute` and deoptimized `unsafeUpdateAs`).
  */
 import { execFile } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
-import { resolve } from "node:path"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "vitest"
 import { ownedByTest } from "../processes.js"
@@ -20,11 +22,11 @@ const childScript = resolve(import.meta.dirname, "keptShapesChild.ts")
 const runLoop = ["pushStack", "popStack", "getNextSuccessCont", "contOpSuccess", "shouldYield", "getFiberRef", "runLoop"]
 
 /** The child's trace: each line of V8's with the turn it came in (-1 before the first). */
-const traced = (mode: string, turns: number, size: number): Promise<Array<{ readonly turn: number; readonly line: string }>> =>
+const traced = (mode: string, turns: number, size: number, flags: ReadonlyArray<string> = []): Promise<Array<{ readonly turn: number; readonly line: string }>> =>
   new Promise((done, fail) => {
     const child = execFile(
       process.execPath,
-      ["--expose-gc", "--trace-deopt", "--no-concurrent-recompilation", "--import", tsx, childScript, mode, String(turns), String(size)],
+      ["--expose-gc", "--trace-deopt", "--no-concurrent-recompilation", ...flags, "--import", tsx, childScript, mode, String(turns), String(size)],
       { maxBuffer: 256 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error !== null) return fail(new Error(`${error.message}: ${stderr}`))
@@ -46,6 +48,36 @@ const traced = (mode: string, turns: number, size: number): Promise<Array<{ read
 const weakFrom = (lines: ReadonlyArray<{ readonly turn: number; readonly line: string }>, from: number): Array<string> =>
   lines.filter(({ line, turn }) => turn >= from && line.includes("reason: weak objects")).map(({ line }) => /<SharedFunctionInfo ?([^>]*)>/.exec(line)?.[1] ?? "")
 
+/**
+ * Where each function V8 compiled is, by its shared function info: V8's code log (`--log-code`) names
+ * each with its source position (`file:line:column` of the code tsx ran), and the trace names the
+ * info's address (tagged: the log's + 1). Infos moved by the GC (`sfi-move`) keep their name.
+ */
+const sources = (log: string): Map<bigint, string> => {
+  const where = new Map<bigint, string>()
+  for (const line of readFileSync(log, "utf8").split("\n")) {
+    const parts = line.split(",")
+    if (parts[0] === "code-creation" && parts[1] === "JS") where.set(BigInt(parts[parts.length - 2]!), parts.slice(6, -2).join(","))
+    else if (parts[0] === "sfi-move") {
+      const name = where.get(BigInt(parts[1]!))
+      if (name !== undefined) where.set(BigInt(parts[2]!), name)
+    }
+  }
+  return where
+}
+
+/** How many times each function was compiled by TurboFan in the turns from `from` on, by where it is. */
+const compiledFrom = (lines: ReadonlyArray<{ readonly turn: number; readonly line: string }>, where: Map<bigint, string>, from: number): Map<string, number> => {
+  const compiled = new Map<string, number>()
+  for (const { line, turn } of lines) {
+    const site = turn >= from ? /completed compiling .*\(sfi = (0x[0-9a-f]+)\)> \(target TURBOFAN\)/.exec(line) : null
+    if (site === null) continue
+    const name = where.get(BigInt(site[1]!) - 1n) ?? `? ${site[1]}`
+    compiled.set(name, (compiled.get(name) ?? 0) + 1)
+  }
+  return compiled
+}
+
 const thrownAway = (mode: string): Promise<Array<string>> => traced(mode, 4, 2000).then((lines) => weakFrom(lines, -1))
 
 describe("KeptShapes", () => {
@@ -60,5 +92,21 @@ describe("KeptShapes", () => {
     expect(weakFrom(lines, 2).filter((name) => ["attribute", "end", "span", "unsafeMakeSpan"].includes(name))).toEqual([])
     const wrongMap = lines.filter(({ line, turn }) => turn >= 2 && line.includes("reason: wrong map") && line.includes("unsafeUpdateAs"))
     expect(wrongMap.map(({ line }) => line.slice(0, 160))).toEqual([])
+  }, 300_000)
+
+  it("a full GC between turns of tool steps does not make a step's own checks compile again each turn", async () => {
+    // A closure made per call (`messages.some((m) => …)` in `Images.attach`, `points.every(…)` in
+    // `Mounts.outside`, `messages.forEach(…)` in `StepRequest`'s estimate) loses its optimized code
+    // with the last closure at the GC; every turn then ran it unoptimized until TurboFan compiled it
+    // again (before perf64steps: 6, 3 and 3 compiles in turns 2–7 of 50 steps, once a turn or so).
+    const dir = mkdtempSync(join(tmpdir(), "kept-log-"))
+    try {
+      const log = join(dir, "v8.log")
+      const lines = await traced("steps", 8, 50, ["--trace-opt", "--log-code", `--logfile=${log}`, "--no-logfile-per-isolate"])
+      const again = [...compiledFrom(lines, sources(log), 2)].filter(([site, n]) => n > 1 && /\/src\/(engine\/Images|engine\/StepRequest|layers\/workspace\/Mounts)\.ts/.test(site))
+      expect(again).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 300_000)
 })
