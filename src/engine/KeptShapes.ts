@@ -40,6 +40,7 @@ import * as LiveSession from "./LiveSession.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as Services from "./Services.js"
+import { Cancel } from "./Turn.js"
 import { TurnSink } from "./TurnSink.js"
 
 let kept: ReadonlyArray<unknown> | undefined
@@ -131,7 +132,13 @@ const engineShapes = (): ReadonlyArray<unknown> => {
   const state = SessionState.fromCreated({ id: "", sessionId: "kept", sequence: 1, timestamp: at, type: "session.created", payload: { cwd: "/", client: "cli" } })
   const session = LiveSession.make(state, new LiveTranscript())
   const draft = EventDraft.modelDelta("")
+  // A turn's cancellation once its state has been written: the post-cancel guard reads it a batch, and
+  // with no turn alive at a full GC its shape went with the turn's, so the next turn's guard was
+  // compiled on a field V8 took for constant and thrown away at the turn's end (perf64core).
+  const cancel = new Cancel()
+  cancel.close()
   return [
+    cancel,
     session,
     session.live,
     new SessionState.Folder(state),

@@ -17,7 +17,7 @@ import { addCounts } from "../domain/Tokens.js"
 import { commitWindowMs, responseLimits, type TurnOptions } from "./Services.js"
 import * as ChunkShape from "./ChunkShape.js"
 import * as EventDraft from "./EventDraft.js"
-import type * as LiveSession from "./LiveSession.js"
+import * as LiveSession from "./LiveSession.js"
 import * as OwnedSpan from "./OwnedSpan.js"
 import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
@@ -185,7 +185,11 @@ class Reading {
       }
     }
     if (drafts.length === 0) return Effect.void
-    const commit = this.turn.commit(drafts, this.guard)
+    // `LiveSession.commit` itself, as `turn.commit` would call it: a call to the turn's own closure was
+    // inlined by this loop's optimized code, which then held that closure weakly and was thrown away
+    // at the first full GC after the turn — every turn, in a process that makes an engine a turn (perf64core).
+    const { turn } = this
+    const commit = LiveSession.commit(turn.services, turn.session, turn.turnId, drafts, this.guard, turn.sink)
     return Effect.flatMap(renamed.length === 0 ? commit : Effect.zipRight(renamedLogged(renamed), commit), (events) => {
       // The guard stores a batch whole or, once a cancel is requested, not at all: its calls run
       // exactly when they were stored.

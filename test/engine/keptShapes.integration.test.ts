@@ -7,6 +7,9 @@
  * turn's GC threw away `pushStack`, `getNextSuccessCont` and `contOpSuccess`. A turn of tool steps
  * (bench row 19): no span code is thrown away, and no fiber id's new map deoptimizes a span's step
  * (before perf63steps, every turn threw away the span's `attribute` and deoptimized `unsafeUpdateAs`).
+ * A response's reading and its post-cancel guard (perf64core): before, every turn's end threw away the
+ * guard and `Cancel`'s `requested` ("code dependencies": a fresh map's field taken for constant), and
+ * in bench row 1 every turn's GC threw away `commitBatch` (it had inlined the turn's own `commit` closure).
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -84,6 +87,15 @@ describe("KeptShapes", () => {
   it("a full GC between turns of fresh engines throws away none of effect's run loop", async () => {
     const names = await thrownAway("fresh")
     expect(names.filter((name) => runLoop.includes(name))).toEqual([])
+  }, 300_000)
+
+  it("a full GC between turns of fresh engines keeps a response's reading and its guard compiled", async () => {
+    // Six turns of 4,000 deltas one per chunk, a GC before each; the first three warm up.
+    const lines = await traced("fresh", 6, 4000)
+    const from = lines.filter(({ turn }) => turn >= 3)
+    expect(from.filter(({ line }) => line.includes("reason: code dependencies")).map(({ line }) => line.slice(0, 160))).toEqual([])
+    // (`commitBatch` may still be thrown away once as its feedback settles, not every turn: bench/row1-deopts.mjs counts it.)
+    expect(weakFrom(lines, 3).filter((name) => ["readPiece", "get requested"].includes(name))).toEqual([])
   }, 300_000)
 
   it("a full GC between turns of tool steps in fresh engines keeps the spans' code and the fiber ids' map", async () => {
