@@ -6,6 +6,7 @@
  * codes a test writes.
  */
 import { constants, deflateRawSync, deflateSync } from "node:zlib"
+import * as Effect from "effect/Effect"
 import { crc32 } from "../src/domain/ImageStructure.js"
 
 /** One PNG chunk: length, type, data and the CRC of type and data. */
@@ -124,3 +125,30 @@ export const zeroPng = (width: number, height: number, depth: number, colour: nu
   const pixels = zerosOf(height * pngRowBytes(width, depth, colour))
   return new Uint8Array(Buffer.concat([pngSignature, ihdr(width, height, depth, colour), pngChunk("IDAT", pixels), pngChunk("IEND")]))
 }
+
+/**
+ * Runs `body` with counts of the zlib streams opened meanwhile (each PNG's inflate opens one) and of
+ * the bytes they gave out (what the inflates made).
+ */
+export const countingInflates = <A, E>(body: (counts: { readonly streams: () => number; readonly bytes: () => number }) => Effect.Effect<A, E>) =>
+  Effect.suspend(() => {
+    const Native = globalThis.DecompressionStream
+    let streams = 0
+    let bytes = 0
+    globalThis.DecompressionStream = class extends Native {
+      constructor(format: ConstructorParameters<typeof Native>[0]) {
+        super(format)
+        streams++
+        const readable = this.readable.pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform: (piece, controller) => {
+              bytes += piece.byteLength
+              controller.enqueue(piece)
+            }
+          })
+        )
+        Object.defineProperty(this, "readable", { value: readable })
+      }
+    }
+    return body({ streams: () => streams, bytes: () => bytes }).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
+  })

@@ -10,33 +10,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Image from "../../src/domain/Image.js"
 import * as TurnImages from "../../src/server/TurnImages.js"
-import { ihdr, pngChunk, pngRowBytes, pngSignature, zeroPng, zerosOf } from "../imageFiles.js"
+import { countingInflates, ihdr, pngChunk, pngRowBytes, pngSignature, zeroPng, zerosOf } from "../imageFiles.js"
 
 /** `Image.verify`'s answer: the media type, or the refusal's reason and detail. */
 const verdict = (data: Uint8Array) =>
   Effect.map(Effect.either(Image.verify({ data })), (r) => Either.isRight(r) ? r.right : `${r.left.reason}: ${r.left.detail}`)
 
 /** Runs `body` with a count of the bytes every zlib stream opened meanwhile gave out (what a PNG's inflate made). */
-const countingInflated = <A, E>(body: (inflated: () => number) => Effect.Effect<A, E>) =>
-  Effect.suspend(() => {
-    const Native = globalThis.DecompressionStream
-    let inflated = 0
-    globalThis.DecompressionStream = class extends Native {
-      constructor(format: ConstructorParameters<typeof Native>[0]) {
-        super(format)
-        const readable = this.readable.pipeThrough(
-          new TransformStream<Uint8Array, Uint8Array>({
-            transform: (piece, controller) => {
-              inflated += piece.byteLength
-              controller.enqueue(piece)
-            }
-          })
-        )
-        Object.defineProperty(this, "readable", { value: readable })
-      }
-    }
-    return body(() => inflated).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
-  })
+const countingInflated = <A, E>(body: (inflated: () => number) => Effect.Effect<A, E>) => countingInflates(({ bytes }) => body(bytes))
 
 const u32 = (n: number) => {
   const out = Buffer.alloc(4)

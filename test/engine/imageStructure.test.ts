@@ -16,7 +16,7 @@ import * as fc from "effect/FastCheck"
 import * as Image from "../../src/domain/Image.js"
 import { crc32 } from "../../src/domain/ImageStructure.js"
 import * as TurnImages from "../../src/server/TurnImages.js"
-import { gif, ihdr, lzwBytes, png, pngChunk, pngSignature, zeroPng } from "../imageFiles.js"
+import { countingInflates, gif, ihdr, lzwBytes, png, pngChunk, pngSignature, zeroPng } from "../imageFiles.js"
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
 const read = (path: string) => new Uint8Array(readFileSync(join(fixtures, path)))
@@ -244,18 +244,7 @@ describe("a decompression bomb", () => {
 })
 
 /** Runs `body` with a count of the zlib streams opened meanwhile (each PNG's inflate opens one). */
-const countingStreams = <A, E>(body: (streams: () => number) => Effect.Effect<A, E>) =>
-  Effect.suspend(() => {
-    const Native = globalThis.DecompressionStream
-    let streams = 0
-    globalThis.DecompressionStream = class extends Native {
-      constructor(format: ConstructorParameters<typeof Native>[0]) {
-        super(format)
-        streams++
-      }
-    }
-    return body(() => streams).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
-  })
+const countingStreams = <A, E>(body: (streams: () => number) => Effect.Effect<A, E>) => countingInflates(({ streams }) => body(streams))
 
 describe("an image whose pixels decode to more than an image may be (Image.maxDecodedBytes)", () => {
   const over = /^too_large: .* decode to \d+ bytes, over the 256000000 bytes an image's pixels may be$/
