@@ -1,9 +1,12 @@
 /**
  * Whole image files made in a test (zlib and hand-built bytes): a PNG of any size within the caps
  * (its pixels all zero, so a few kilobytes even at 8000 × 8000), padded to a given size by a private
- * ancillary chunk when asked, and an APNG; a GIF of one frame whose LZW codes a test writes.
+ * ancillary chunk when asked, and an APNG; a PNG of any depth whose pixels are all zero, made from
+ * a zlib stream of zeros of any length (about a kilobyte per MiB); a GIF of one frame whose LZW
+ * codes a test writes.
  */
-import { deflateSync } from "node:zlib"
+import { constants, deflateRawSync, deflateSync } from "node:zlib"
+import * as Effect from "effect/Effect"
 import { crc32 } from "../src/domain/ImageStructure.js"
 
 /** One PNG chunk: length, type, data and the CRC of type and data. */
@@ -100,3 +103,52 @@ export const gif = (
     0x3b
   ])
 }
+
+/** A zlib stream of `bytes` zeros, about a kilobyte per MiB: sync-flushed pieces of a MiB, then the rest. */
+export const zerosOf = (bytes: number): Buffer => {
+  const mebibyte = deflateRawSync(Buffer.alloc(1024 * 1024), { finishFlush: constants.Z_SYNC_FLUSH })
+  const rest = deflateRawSync(Buffer.alloc(bytes % (1024 * 1024)), { finishFlush: constants.Z_SYNC_FLUSH })
+  const adler = Buffer.alloc(4)
+  adler.writeUInt32BE((((bytes % 65521) << 16) | 1) >>> 0)
+  const pieces = Array.from({ length: Math.floor(bytes / (1024 * 1024)) }, () => mebibyte)
+  return Buffer.concat([Buffer.from([0x78, 0x9c]), ...pieces, rest, Buffer.from([0x03, 0x00]), adler])
+}
+
+/** The bytes of a PNG row of `width` pixels at `depth` bits and colour type `colour`, its filter byte included. */
+export const pngRowBytes = (width: number, depth: number, colour: number): number => {
+  const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[colour]!
+  return 1 + Math.ceil((width * channels * depth) / 8)
+}
+
+/** A `width` × `height` PNG of `depth`-bit colour type `colour` whose pixels are all zero: whole, its stream as long as its header says. */
+export const zeroPng = (width: number, height: number, depth: number, colour: number): Uint8Array => {
+  const pixels = zerosOf(height * pngRowBytes(width, depth, colour))
+  return new Uint8Array(Buffer.concat([pngSignature, ihdr(width, height, depth, colour), pngChunk("IDAT", pixels), pngChunk("IEND")]))
+}
+
+/**
+ * Runs `body` with counts of the zlib streams opened meanwhile (each PNG's inflate opens one) and of
+ * the bytes they gave out (what the inflates made).
+ */
+export const countingInflates = <A, E>(body: (counts: { readonly streams: () => number; readonly bytes: () => number }) => Effect.Effect<A, E>) =>
+  Effect.suspend(() => {
+    const Native = globalThis.DecompressionStream
+    let streams = 0
+    let bytes = 0
+    globalThis.DecompressionStream = class extends Native {
+      constructor(format: ConstructorParameters<typeof Native>[0]) {
+        super(format)
+        streams++
+        const readable = this.readable.pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform: (piece, controller) => {
+              bytes += piece.byteLength
+              controller.enqueue(piece)
+            }
+          })
+        )
+        Object.defineProperty(this, "readable", { value: readable })
+      }
+    }
+    return body({ streams: () => streams, bytes: () => bytes }).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
+  })

@@ -60,6 +60,23 @@ export const maxDecodedBytes = maxImageSide * maxImageSide * 4
 export const maxImagesPerMessage = 20
 
 /**
+ * The most bytes a message's images may decode to together (each as {@link maxDecodedBytes} counts
+ * it, every frame of an animation included): 1,024,000,000, four images at an image's cap. Twenty
+ * images within an image's cap made 5 GB of pixels for one message: a PNG's inflate on this side
+ * (seconds each), the provider's decode on its side. Twenty 3600 × 3600 RGBA screenshots pass.
+ * A message's images over it are refused (`too_large`); a tool result's are left out with a note.
+ */
+export const maxDecodedBytesPerMessage = 4 * maxImageSide * maxImageSide * 4
+
+/**
+ * The most bytes the images the tools of one turn return may decode to together (the user's message
+ * has its own cap): the same 1,024,000,000. A repository of 200 screenshots of 24 MB of pixels each,
+ * read in one turn, made 4.8 GB; past it a tool's images are left out of its result with a note
+ * saying so (`DecodedAllowance`).
+ */
+export const maxDecodedBytesPerTurn = maxDecodedBytesPerMessage
+
+/**
  * A request of more than `maxImagesAtFullSide` images may carry none over `maxManyImagesSide`
  * pixels a side (Anthropic's rule): past that count, such an image is sent as a note (`Images.attach`).
  */
@@ -230,10 +247,14 @@ export const check = (image: ImageInput, index?: number, file?: string): MediaTy
   return examined instanceof ImageRefused ? examined : examined.mediaType
 }
 
-/** An image the cheap checks passed ({@link examine}): its media type, and a PNG's pixel stream still to inflate ({@link inflate}). */
+/**
+ * An image the cheap checks passed ({@link examine}): its media type, the bytes its pixels decode to
+ * (every frame at its canvas's size), and a PNG's pixel stream still to inflate ({@link inflate}).
+ */
 export interface Examined {
   readonly image: ImageInput
   readonly mediaType: MediaType
+  readonly decoded: number
   readonly pixels?: ImageStructure.PngStream | undefined
   /** Where the image is, for a refusal: its index in the message, what the user called it. */
   readonly where: { readonly index?: number; readonly file?: string }
@@ -276,8 +297,60 @@ export const examine = (image: ImageInput, index?: number, file?: string): Image
   }
   const structure = ImageStructure.structure(image.data, sniffed, maxImageSide)
   if (typeof structure === "string") return new ImageRefused({ reason: "unreadable", detail: structure, ...where })
-  if (structure?._tag === "TooLarge") return new ImageRefused({ reason: "too_large", detail: structure.detail, ...where })
-  return structure === undefined ? { image, mediaType: sniffed, where } : { image, mediaType: sniffed, pixels: structure, where }
+  if (structure._tag === "TooLarge") return new ImageRefused({ reason: "too_large", detail: structure.detail, ...where })
+  // Every frame of an animation, each at its canvas's size: a decoder showing it makes them all.
+  const bits = size.bits ?? 32
+  const all = structure.pixels * bits / 8
+  if (all > maxDecodedBytes) {
+    const canvas = structure.frames > 1 && structure.pixels === structure.frames * size.width * size.height
+      ? `${structure.frames} frames of ${size.width}×${size.height} pixels`
+      : `${structure.frames} frames of ${structure.pixels} pixels in all`
+    return new ImageRefused({
+      reason: "too_large",
+      detail: `${canvas} at ${bits} bits a pixel decode to ${all} bytes, over the ${maxDecodedBytes} bytes an image's pixels may be`,
+      ...where
+    })
+  }
+  return { image, mediaType: sniffed, decoded: all, pixels: structure.stream, where }
+}
+
+/**
+ * Why a message's images, each {@link examine}d, are refused together: the bytes they decode to over
+ * `cap` ({@link maxDecodedBytesPerMessage}). Before any is inflated.
+ */
+export const overMessage = (examined: ReadonlyArray<Examined>, cap: number = maxDecodedBytesPerMessage): ImageRefused | undefined => {
+  const decoded = examined.reduce((sum, one) => sum + one.decoded, 0)
+  return decoded <= cap ? undefined : new ImageRefused({
+    reason: "too_large",
+    detail: `the message's ${examined.length} images decode to ${decoded} bytes together, over the ${cap} bytes a message's images may`
+  })
+}
+
+/**
+ * What the images of one turn's tools may still decode to ({@link maxDecodedBytesPerTurn}): each
+ * tool result's images are reserved before any is inflated ({@link verifyAll}), and given back if
+ * they are refused after all (a PNG's pixels damaged). Counted for images stored, not for reads: the
+ * same file read twice counts twice, as it is sent twice.
+ */
+export class DecodedAllowance {
+  used = 0
+  constructor(readonly cap: number = maxDecodedBytesPerTurn) {}
+
+  /** Takes `bytes` of what is left, or says why not. */
+  take(bytes: number, count: number): ImageRefused | undefined {
+    if (this.used + bytes <= this.cap) {
+      this.used += bytes
+      return undefined
+    }
+    return new ImageRefused({
+      reason: "too_large",
+      detail: `${count === 1 ? "the image decodes" : `the ${count} images decode`} to ${bytes} bytes, and the images this turn's tools returned already decode to ${this.used} of the ${this.cap} bytes a turn's may`
+    })
+  }
+
+  giveBack(bytes: number): void {
+    this.used -= bytes
+  }
 }
 
 /**
@@ -331,19 +404,34 @@ export const verify = (image: ImageInput, index?: number, file?: string): Effect
     return examined instanceof ImageRefused ? Effect.fail(examined) : inflate(examined)
   })
 
-/** The rest of {@link verify} for an image {@link examine} passed: a PNG's pixel stream inflated (once per array of bytes). */
+/**
+ * The rest of {@link verify} for an image {@link examine} passed: a PNG's pixel stream inflated, once
+ * per array of bytes and once per content (by the SHA-256 of its bytes, {@link inflatedContents}).
+ */
 export const inflate = ({ image, mediaType, pixels, where }: Examined): Effect.Effect<MediaType, ImageRefused> =>
   Effect.suspend(() => {
     if (pixels === undefined || inflated.has(image.data)) return Effect.succeed(mediaType)
-    return Effect.flatMap(
-      Effect.promise((signal) => pngPixels(pixels, signal)),
-      (why) => {
-        if (why !== undefined) return Effect.fail(new ImageRefused({ reason: "unreadable", detail: why, ...where }))
+    return Effect.flatMap(Effect.promise(() => contentOf(image.data)), (content) => {
+      if (inflatedContents.has(content)) {
         inflated.add(image.data)
         return Effect.succeed(mediaType)
       }
-    )
+      return Effect.flatMap(
+        Effect.promise((signal) => pngPixels(pixels, signal)),
+        (why) => {
+          if (why !== undefined) return Effect.fail(new ImageRefused({ reason: "unreadable", detail: why, ...where }))
+          inflated.add(image.data)
+          inflatedContents.add(content)
+          if (inflatedContents.size > inflatedContentsCapacity) inflatedContents.delete(inflatedContents.values().next().value!)
+          return Effect.succeed(mediaType)
+        }
+      )
+    })
   })
+
+/** The SHA-256 of bytes, in hex (the platform's Web Crypto: native, and the domain imports nothing but effect). */
+const contentOf = async (bytes: Uint8Array): Promise<string> =>
+  Array.from(new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", bytes)), (byte) => byte.toString(16).padStart(2, "0")).join("")
 
 /**
  * The PNGs whose pixel stream {@link verify} inflated whole, by their bytes' array: a surface (the
@@ -354,35 +442,52 @@ export const inflate = ({ image, mediaType, pixels, where }: Examined): Effect.E
  */
 const inflated = new WeakSet<Uint8Array>()
 
-/** The media types of a message's images in order, or the first reason to refuse them (too many, or one refused). */
-export const checkAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<MediaType> | ImageRefused => {
+/**
+ * The contents (SHA-256 of the bytes) of the PNGs whose pixel stream {@link inflate} inflated whole:
+ * `read_file` reads a file into a new array at each call, so a repository's 8000 × 8000 RGBA PNG
+ * (a few hundred kilobytes) was inflated — 256 MB — at every read of it. Now the first read
+ * inflates it; the next ones hash its bytes (at most 5 MiB). A refusal is never remembered. The
+ * cheap checks (CRCs included) still run every time. At most `inflatedContentsCapacity`, the oldest let go.
+ */
+const inflatedContents = new Set<string>()
+const inflatedContentsCapacity = 1024
+
+/**
+ * A message's images each {@link examine}d, or the first reason to refuse them: too many, one
+ * refused, or together over {@link maxDecodedBytesPerMessage}.
+ */
+export const examineAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<Examined> | ImageRefused => {
   if (images.length > maxImagesPerMessage) {
     return new ImageRefused({ reason: "too_many", detail: `${images.length} images; a message may carry ${maxImagesPerMessage}` })
   }
-  const types: Array<MediaType> = []
+  const examined: Array<Examined> = []
   for (const [index, image] of images.entries()) {
-    const checked = check(image, index)
-    if (typeof checked !== "string") return checked
-    types.push(checked)
+    const one = examine(image, index)
+    if (one instanceof ImageRefused) return one
+    examined.push(one)
   }
-  return types
+  return overMessage(examined) ?? examined
+}
+
+/** The media types of a message's images in order, or the first reason to refuse them (too many, one refused, or too large together). */
+export const checkAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<MediaType> | ImageRefused => {
+  const examined = examineAll(images)
+  return examined instanceof ImageRefused ? examined : examined.map((one) => one.mediaType)
 }
 
 /**
  * {@link checkAll} with each image {@link verify}'d: the media types in order, or the first reason to
- * refuse them. Every image is examined before any is inflated: a later image's cheap refusal comes
- * before any inflate.
+ * refuse them. Every image is examined before any is inflated: a later image's cheap refusal, and
+ * the message's cap, come before any inflate. `allowance`: what a turn's tool images may still
+ * decode to, taken before the inflate and given back if the images are refused after all.
  */
-export const verifyAll = (images: ReadonlyArray<ImageInput>): Effect.Effect<ReadonlyArray<MediaType>, ImageRefused> =>
+export const verifyAll = (images: ReadonlyArray<ImageInput>, allowance?: DecodedAllowance): Effect.Effect<ReadonlyArray<MediaType>, ImageRefused> =>
   Effect.suspend(() => {
-    if (images.length > maxImagesPerMessage) {
-      return Effect.fail(new ImageRefused({ reason: "too_many", detail: `${images.length} images; a message may carry ${maxImagesPerMessage}` }))
-    }
-    const examined: Array<Examined> = []
-    for (const [index, image] of images.entries()) {
-      const one = examine(image, index)
-      if (one instanceof ImageRefused) return Effect.fail(one)
-      examined.push(one)
-    }
-    return Effect.forEach(examined, inflate)
+    const examined = examineAll(images)
+    if (examined instanceof ImageRefused) return Effect.fail(examined)
+    if (allowance === undefined) return Effect.forEach(examined, inflate)
+    const decoded = examined.reduce((sum, one) => sum + one.decoded, 0)
+    const refused = allowance.take(decoded, examined.length)
+    if (refused !== undefined) return Effect.fail(refused)
+    return Effect.tapError(Effect.forEach(examined, inflate), () => Effect.sync(() => allowance.giveBack(decoded)))
   })

@@ -18,9 +18,21 @@ export interface PngRows {
 
 /** A PNG whose chunks are whole: its IDAT data (views of the file, in order) and the rows its header says they inflate to. */
 export interface PngStream {
-  readonly _tag: "PngStream"
   readonly idat: ReadonlyArray<Uint8Array>
   readonly rows: ReadonlyArray<PngRows>
+}
+
+/**
+ * A whole image: its frames and the pixels they decode to, each frame at its canvas's size (a
+ * decoder showing an animation makes each frame a whole canvas: an APNG's IHDR size, a GIF's screen
+ * or the frame when it is larger, an animated WebP's canvas), and a PNG's pixel stream still to
+ * check (its default image's IDAT: an APNG's other frames are counted, never inflated).
+ */
+export interface Whole {
+  readonly _tag: "Whole"
+  readonly frames: number
+  readonly pixels: number
+  readonly stream?: PngStream | undefined
 }
 
 /** A frame larger than an image may be (a GIF's frame, whose size its file's header does not say). */
@@ -29,8 +41,8 @@ export interface TooLarge {
   readonly detail: string
 }
 
-/** Why the bytes are not a whole image (a sentence), a frame too large, a PNG's pixel stream still to check, or `undefined`: whole. */
-export type Structure = string | TooLarge | PngStream | undefined
+/** Why the bytes are not a whole image (a sentence), a frame too large, or a whole image (its frames, and a PNG's pixel stream still to check). */
+export type Structure = string | TooLarge | Whole
 
 let crcTables: Uint32Array | undefined
 
@@ -101,6 +113,9 @@ const png = (b: Uint8Array): Structure => {
   let header: { width: number; height: number; depth: number; colour: number; interlaced: boolean } | undefined
   let palette = false
   let idatEnded = false
+  // An APNG's frames: as many as its acTL says, and at least as many as it has fcTL chunks.
+  let declaredFrames = 0
+  let frameControls = 0
   while (true) {
     if (at + 12 > length) return "the PNG is cut short (no IEND chunk)"
     const size = u32be(b, at)
@@ -130,6 +145,10 @@ const png = (b: Uint8Array): Structure => {
       if (type === "PLTE") {
         if (size === 0 || size % 3 !== 0 || size > 768 || idat.length > 0) return "the PNG's PLTE chunk is malformed"
         palette = true
+      } else if (type === "acTL" && size >= 4) {
+        declaredFrames = u32be(b, data)
+      } else if (type === "fcTL") {
+        frameControls++
       } else if ((b[at + 4]! & 0x20) === 0) {
         // A critical chunk (its type's first letter is upper case) no decoder knows: it must refuse the image (Apple's CgBI).
         return `the PNG has an unknown critical chunk ${type}`
@@ -139,7 +158,13 @@ const png = (b: Uint8Array): Structure => {
   }
   if (idat.length === 0) return "the PNG has no pixel data (no IDAT chunk)"
   // Bytes after IEND are never read by a decoder: left as they are.
-  return { _tag: "PngStream", idat, rows: pngRows(header!.width, header!.height, pngChannels[header!.colour]! * header!.depth, header!.interlaced) }
+  const frames = Math.max(1, declaredFrames, frameControls)
+  return {
+    _tag: "Whole",
+    frames,
+    pixels: frames * header!.width * header!.height,
+    stream: { idat, rows: pngRows(header!.width, header!.height, pngChannels[header!.colour]! * header!.depth, header!.interlaced) }
+  }
 }
 
 /** The bytes a PNG's pixel stream must inflate to. */
@@ -215,7 +240,7 @@ const quantizationTables = (b: Uint8Array, from: number, to: number): ReadonlyAr
 
 const jpeg = (b: Uint8Array): Structure => {
   const length = b.byteLength
-  let frame: { readonly marker: number; readonly components: ReadonlyArray<{ id: number; table: number }> } | undefined
+  let frame: { readonly marker: number; readonly components: ReadonlyArray<{ id: number; table: number }>; readonly pixels: number } | undefined
   const tables = new Set<number>()
   let scans = 0
   let at = 2
@@ -229,7 +254,7 @@ const jpeg = (b: Uint8Array): Structure => {
     if (marker === 0xd9) {
       if (frame === undefined || scans === 0) return "the JPEG ends before any image data"
       // A decoder stops here: what follows (a phone's second picture, its depth map, a video) is never read.
-      return undefined
+      return { _tag: "Whole", frames: 1, pixels: frame.pixels }
     }
     if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue
     if (marker === 0xd8 || marker === 0x00 || (marker >= 0x02 && marker <= 0xbf) || (marker >= 0xf0 && marker <= 0xfd)) {
@@ -248,7 +273,7 @@ const jpeg = (b: Uint8Array): Structure => {
       const components = Array.from({ length: count }, (_, i) => ({ id: b[from + 6 + 3 * i]!, sampling: b[from + 7 + 3 * i]!, table: b[from + 8 + 3 * i]! }))
       const sampling = (s: number) => s >> 4 >= 1 && s >> 4 <= 4 && (s & 0x0f) >= 1 && (s & 0x0f) <= 4
       if (!components.every((c) => sampling(c.sampling) && c.table <= 3)) return "the JPEG's frame header is malformed"
-      frame = { marker, components }
+      frame = { marker, components, pixels: u16be(b, from + 1) * u16be(b, from + 3) }
     } else if (marker === 0xc4) {
       if (!huffmanTables(b, from, to)) return "the JPEG's Huffman table segment is malformed"
     } else if (marker === 0xdb) {
@@ -384,12 +409,14 @@ const gif = (b: Uint8Array, maxSide: number): Structure => {
   const cut = "the GIF is cut short (no trailer)"
   if (length < 13) return cut
   const colourTable = (packed: number) => packed & 0x80 ? 3 << ((packed & 0x07) + 1) : 0
+  const screen = { width: b[6]! | (b[7]! << 8), height: b[8]! | (b[9]! << 8) }
   let at = 13 + colourTable(b[10]!)
   let images = 0
+  let canvases = 0
   while (true) {
     if (at >= length) return cut
     const block = b[at]!
-    if (block === 0x3b) return images === 0 ? "the GIF has no image" : undefined
+    if (block === 0x3b) return images === 0 ? "the GIF has no image" : { _tag: "Whole", frames: images, pixels: canvases }
     if (block === 0x21) {
       if (at + 2 > length) return cut
       at = subBlocksEnd(b, at + 2)
@@ -400,6 +427,8 @@ const gif = (b: Uint8Array, maxSide: number): Structure => {
         return { _tag: "TooLarge", detail: `the GIF's frame at byte ${at} is ${width}×${height} pixels, over the ${maxSide} pixels a side an image may be` }
       }
       const pixels = width * height
+      // Each frame decodes to the screen, or to itself when larger (decoders that show it make the image that large).
+      canvases += Math.max(width, screen.width) * Math.max(height, screen.height)
       at += 10 + colourTable(b[at + 9]!)
       if (at >= length) return cut
       // LZW codes are at most 12 bits: a minimum code size over 11 cannot be decoded.
@@ -497,11 +526,16 @@ const webp = (b: Uint8Array): Structure => {
   if (typeof chunks === "string") return chunks
   const first = chunks[0]
   if (first === undefined) return "the WebP has no chunks"
-  if (first.type !== "VP8X") return bitstream(b, first)
+  if (first.type !== "VP8X") {
+    const why = bitstream(b, first)
+    if (why !== undefined) return why
+    const size = bitstreamSize(b, first)
+    return { _tag: "Whole", frames: 1, pixels: size.width * size.height }
+  }
   if (first.to - first.from < 10) return "the WebP's VP8X chunk is cut short"
   const rest = chunks.slice(1)
   const canvas = { width: u24le(b, first.from + 4) + 1, height: u24le(b, first.from + 7) + 1 }
-  if ((b[first.from]! & 0x02) === 0) return imageData(b, rest, canvas)
+  if ((b[first.from]! & 0x02) === 0) return imageData(b, rest, canvas) ?? { _tag: "Whole", frames: 1, pixels: canvas.width * canvas.height }
   // Animated: an ANIM chunk, then frames (ANMF), each a 16-byte header and its image's chunks.
   if (!rest.some((c) => c.type === "ANIM")) return "the animated WebP has no ANIM chunk"
   const frames = rest.filter((c) => c.type === "ANMF")
@@ -517,10 +551,14 @@ const webp = (b: Uint8Array): Structure => {
     const why = imageData(b, inner, size)
     if (why !== undefined) return why
   }
-  return undefined
+  return { _tag: "Whole", frames: frames.length, pixels: frames.length * canvas.width * canvas.height }
 }
 
-/** Walks the structure of bytes of a known media type (told by their magic bytes); `maxSide`: the most pixels a GIF's frame may have on a side. */
+/**
+ * Walks the structure of bytes of a known media type (told by their magic bytes); `maxSide`: the
+ * most pixels a GIF's frame may have on a side. Every read is bounded by the file's length, and
+ * the work by its bytes (a PNG's pixel stream is left to inflate: `Whole.stream`).
+ */
 export const structure = (bytes: Uint8Array, mediaType: "image/png" | "image/jpeg" | "image/gif" | "image/webp", maxSide = Number.POSITIVE_INFINITY): Structure => {
   switch (mediaType) {
     case "image/png":

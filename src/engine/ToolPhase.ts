@@ -239,12 +239,13 @@ const recordChanges = (turn: Turn, toolCallId: string, capture: Capture, guard?:
 const noRefs: ReadonlyArray<ImageRef> = []
 
 /**
- * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, or a
- * store without a blob area) is left out, and the result says so: the call itself succeeded.
+ * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, a
+ * repository's file, past what the turn's tool images may decode to, or a store without a blob
+ * area) is left out, and the result says so: the call itself succeeded.
  */
 const toolImages = (turn: Turn, tool: string, output: ToolOutput): Effect.Effect<{ readonly result: string; readonly refs: ReadonlyArray<ImageRef> }, EventStoreFailure> =>
   // Most results carry none (every step of a turn of reads): answered at once, with no map or catch around nothing.
-  output.images === undefined || output.images.length === 0 ? Effect.succeed({ result: output.result, refs: noRefs }) : Images.store(turn.services.blobs, output.images).pipe(
+  output.images === undefined || output.images.length === 0 ? Effect.succeed({ result: output.result, refs: noRefs }) : Images.store(turn.services.blobs, output.images, turn.toolImages).pipe(
     Effect.map((refs) => ({ result: output.result, refs })),
     Effect.catchTag("InvalidInput", (refused) =>
       Effect.logWarning(`the ${tool} tool returned images that were refused`, refused).pipe(

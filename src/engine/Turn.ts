@@ -17,6 +17,7 @@ import * as FiberRef from "effect/FiberRef"
 import type * as Tracer from "effect/Tracer"
 import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import * as Image from "../domain/Image.js"
 import type { ImageRef } from "../domain/Image.js"
 import type * as SessionState from "../domain/SessionState.js"
 import type * as Task from "../domain/Task.js"
@@ -153,6 +154,8 @@ export interface Turn {
    * (`SessionState.applied`). Gone with the turn: a message it never stored is new when sent again.
    */
   readonly accepted: Map<string, SessionState.AppliedMessage>
+  /** What the images its tools return may still decode to (`Image.maxDecodedBytesPerTurn`). */
+  readonly toolImages: Image.DecodedAllowance
   /** Where its events go once stored: the consumer of its stream (`runTurn`, `resumeTurn`); none for a follow-up's turn. */
   readonly sink: TurnSink | undefined
   /** Done once the turn has ended and its end has been dealt with (its stream ended, the run moved on). */
@@ -180,6 +183,7 @@ export const make = (
   steers: [],
   approvals: new Map(),
   accepted: new Map(),
+  toolImages: new Image.DecodedAllowance(),
   sink: caller?.sink,
   ended: Deferred.unsafeMake(FiberId.none),
   parentSpan: caller?.span,

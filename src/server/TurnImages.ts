@@ -2,7 +2,8 @@
  * The images of a `POST /sessions/:id/turns` body (`images: [{ mediaType?, data }]`, `data` in
  * base64): decoded strictly and checked as the engine checks them, so a bad one is answered with its
  * reason before anything is stored — 413 for an image over the size cap, 400 for anything else (not
- * base64, not a PNG/JPEG/GIF/WebP by its bytes, a declared type the bytes contradict, too many).
+ * base64, not a PNG/JPEG/GIF/WebP by its bytes, a declared type the bytes contradict, too many, or
+ * more pixels together than a message's images may decode to: 413).
  *
  * @since 0.6.0
  */
@@ -41,6 +42,8 @@ export const decode = (images: ReadonlyArray<WireImage> | undefined): Effect.Eff
       if (one instanceof Image.ImageRefused) return Effect.fail(refusal(one))
       examined.push(one)
     }
+    const together = Image.overMessage(examined)
+    if (together !== undefined) return Effect.fail(refusal(together))
     return Effect.forEach(examined, Image.inflate, { discard: true }).pipe(
       Effect.mapError(refusal),
       Effect.as(examined.map((one) => one.image))

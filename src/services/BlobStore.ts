@@ -49,17 +49,19 @@ const noImages: Effect.Effect<ReadonlyArray<Image.ImageRef>> = Effect.succeed([]
  * Checks a message's images and puts them in the blob area, in order: their references, as
  * `user.message.images` stores them. Refused as a whole (`InvalidInput` on `images`, nothing put)
  * when one is not a PNG/JPEG/GIF/WebP, is empty, too large or not a whole file of its format
- * (`Image.verify`), or there are too many. Without a blob
+ * (`Image.verify`), or there are too many, or they decode to more than a message's may together, or
+ * more than `allowance` (a turn's tool images: `Image.DecodedAllowance`) has left. Without a blob
  * area (a store that has none), images are refused.
  */
 export const putImages = (
   blobs: BlobStore.Service | undefined,
-  images: ReadonlyArray<Image.ImageInput>
+  images: ReadonlyArray<Image.ImageInput>,
+  allowance?: Image.DecodedAllowance
 ): Effect.Effect<ReadonlyArray<Image.ImageRef>, InvalidInput | EventStoreFailure> =>
   // Most messages and tool results carry none: nothing to check, put or trace (a span per turn and per tool call).
   images.length === 0 ? noImages : Effect.gen(function*() {
     // Verified whole (a PNG's pixel stream inflated too): a damaged image kept would be sent again with every later request, and refused.
-    const types = yield* Image.verifyAll(images).pipe(Effect.mapError((refused) => new InvalidInput({ field: "images", detail: refused.message })))
+    const types = yield* Image.verifyAll(images, allowance).pipe(Effect.mapError((refused) => new InvalidInput({ field: "images", detail: refused.message })))
     if (blobs === undefined) {
       return yield* new InvalidInput({ field: "images", detail: "this store has no blob area (provide a BlobStore) to keep images in" })
     }

@@ -100,6 +100,29 @@ describe("read_file of an image", () => {
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/huge.png" } }] }, { chunks: ["ok"] }] })))))
 
+  // A repository of many images, each within an image's cap, read in one turn: together they made
+  // gigabytes of pixels (a PNG's inflated here, every one decoded by the provider).
+  it.effect("a turn's tool images past what they may decode to together are left out, the result saying so", () =>
+    Effect.gen(function*() {
+      // A GIF whose screen is 8000 × 8000 (one pixel drawn): 256 MB decoded, four of them the turn's cap.
+      const screen = Uint8Array.from(readFileSync(resolve(import.meta.dirname, "../../fixtures/images/pixel.gif")))
+      new DataView(screen.buffer).setUint16(6, 8000, true)
+      new DataView(screen.buffer).setUint16(8, 8000, true)
+      writeFileSync(join(cwd, "src/screen.gif"), screen)
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+      const events = yield* collect(agent.runTurn({ sessionId, userMessage: "look" }))
+      const completed = events.filter((e) => e.type === "tool.completed").map((e) => e.payload as { result: string; images?: ReadonlyArray<unknown> })
+      expect(completed.map((c) => c.images?.length ?? 0)).toEqual([1, 1, 1, 1, 0])
+      expect(completed[4]!.result).toBe(
+        `[src/screen.gif: image/gif image, ${screen.byteLength} bytes]\n[the tool's images were left out: Image refused [too_large]: the image decodes to 256000000 bytes, and the images this turn's tools returned already decode to 1024000000 of the 1024000000 bytes a turn's may]`
+      )
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(FakeModelProvider.layer({
+      images: true,
+      responses: [{ toolCalls: Array.from({ length: 5 }, () => ({ tool: "read_file", args: { path: "src/screen.gif" } })) }, { chunks: ["ok"] }]
+    })))))
+
   // A WebP file of 30 bytes whose header names an extended (VP8X) chunk: its size is read past the
   // file's end. That threw a RangeError out of the image check, and the turn ended as a defect.
   it.effect("a WebP file cut short inside its header is still judged by its bytes: the turn goes on", () =>
