@@ -32,6 +32,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Pg from "pg"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
@@ -369,12 +370,17 @@ export const layerFromClient = (
  */
 export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, EventStoreFailure> => {
   const where = describeUrl(options.url)
-  const client = PgClient.layer({
-    url: options.url,
-    applicationName: "effect-agent",
-    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
-  }).pipe(
-    Layer.catchAllCause((cause) => Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed")))
+  const client = (options.readOnly === true
+    ? PgClient.layerFromPool({ acquire: unconfirmedPool(options), applicationName: "effect-agent" })
+    : PgClient.layer({
+      url: options.url,
+      applicationName: "effect-agent",
+      ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
+    })).pipe(
+    // Opened to read (`sessions`, `pending`, `replay`): a failed connect is a failed read, not an append's.
+    Layer.catchAllCause((cause) =>
+      Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed", options.readOnly === true ? "read" : "append"))
+    )
   )
   const stores = options.readOnly === true
     ? readOnlyStores(where)
@@ -382,9 +388,40 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
   return stores.pipe(Layer.provide(client))
 }
 
+/** How long a connect may take before it fails, as `PgClient.layer`'s own check waits. */
+const connectTimeoutMillis = 5_000
+
+/**
+ * The read-only store's pool, as `PgClient.layer` makes it but without its `SELECT 1`: the first
+ * statement (the schema's version) connects, and a server that cannot be reached or refuses the
+ * user fails it as it would have failed the check — one round trip fewer before a listing (perf64sql).
+ */
+const unconfirmedPool = (options: Options) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const pool = new Pg.Pool({
+        connectionString: Redacted.value(options.url),
+        connectionTimeoutMillis: connectTimeoutMillis,
+        application_name: "effect-agent",
+        ...(options.maxConnections === undefined ? {} : { max: options.maxConnections })
+      })
+      // An idle connection's error (the server restarted) is the next statement's to meet, as `PgClient.layer` leaves it.
+      pool.on("error", () => undefined)
+      return pool
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  )
+
 /** What a store opened read-only refuses, before any statement. */
 const readOnlyRefusal = (operation: "append" | "lock", where: string, sessionId: string) =>
   new EventStoreFailure({ reason: "permission_denied", operation, sessionId, path: where, detail: "the store was opened read-only" })
+
+/** Whether our `events` table is there (`to_regclass` answers null without it, and needs no privilege). */
+const eventsTablePresent = (sql: SqlClient.SqlClient, where: string) =>
+  sql<{ readonly present: boolean }>`SELECT to_regclass('events') IS NOT NULL AS present`.pipe(
+    Effect.map(([found]) => found?.present === true),
+    Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "reading the schema failed", "read")))
+  )
 
 /**
  * The stores of `Options.readOnly`: the schema as found, never migrated. Our `events` table missing
@@ -397,20 +434,31 @@ const readOnlyStores = (where: string): Layer.Layer<EventStore | BlobStore, Even
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const [found] = yield* sql<{ readonly present: boolean }>`SELECT to_regclass('events') IS NOT NULL AS present`.pipe(
-        Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "reading the schema failed", "read")))
+      const readFailure = (what: string) => (cause: Cause.Cause<unknown>) => Effect.fail(openFailure(where, Cause.squash(cause), what, "read"))
+      // One statement, the first (perf64sql): our table's presence and the schema's version at once.
+      // Without the migrations' table, or the right to read it, it fails: then one question at a time.
+      const found = yield* LateCancel.retried(
+        sql<{ readonly present: boolean; readonly latest: number | string | null }>`
+          SELECT to_regclass('events') IS NOT NULL AS present, (SELECT MAX(migration_id) FROM ${sql(migrationsTable)}) AS latest`
+      ).pipe(
+        Effect.map(([row]) => row),
+        Effect.catchIf((error) => codeOf(error) === "42P01" || codeOf(error) === "42501", () => Effect.succeed(undefined)),
+        Effect.catchAllCause(readFailure("reading the schema failed"))
       )
-      if (found?.present !== true) return MemoryEventStore.layer
-      yield* LateCancel.retried(SchemaVersion.refuseNewer({ loader: migrations, table: migrationsTable, where, reading: true })).pipe(
-        Effect.catchAll((error) =>
-          error._tag === "EventStoreFailure"
-            ? Effect.fail(error)
-            // insufficient_privilege: the version cannot be read, and the schema is read as found.
-            : codeOf(error) === "42501"
-            ? Effect.void
-            : Effect.fail(openFailure(where, error, "reading the schema's version failed", "read"))
+      const present = found === undefined ? yield* eventsTablePresent(sql, where) : found.present
+      if (!present) return MemoryEventStore.layer
+      yield* (found === undefined
+        ? LateCancel.retried(SchemaVersion.refuseNewer({ loader: migrations, table: migrationsTable, where, reading: true }))
+        : SchemaVersion.refusePast(Number(found.latest ?? 0), { loader: migrations, where, reading: true })).pipe(
+          Effect.catchAll((error) =>
+            error._tag === "EventStoreFailure"
+              ? Effect.fail(error)
+              // insufficient_privilege: the version cannot be read, and the schema is read as found.
+              : codeOf(error) === "42501"
+              ? Effect.void
+              : Effect.fail(openFailure(where, error, "reading the schema's version failed", "read"))
+          )
         )
-      )
       const store = yield* make({ where })
       return Layer.merge(
         Layer.succeed(

@@ -63,7 +63,7 @@ const Pg = createRequire(import.meta.url)("pg") as { readonly Pool: new (config:
 const setupOnPool = Effect.gen(function*() {
   const url = yield* freshSchemaUrl("late_cancel_pool")
   const pool = new Pg.Pool({ connectionString: url, max: 2 })
-  const client = yield* Layer.build(PgClient.layerFromPool({ acquire: Effect.acquireRelease(Effect.succeed(pool), (p) => Effect.promise(() => p.end())) }))
+  const client = yield* Layer.build(PgClient.layerFromPool({ acquire: Effect.acquireRelease(Effect.succeed(pool as unknown as import("pg").Pool), (p) => Effect.promise(() => p.end())) }))
   const stores = yield* Layer.build(PostgresEventStore.layerFromClient().pipe(Layer.provide(Layer.succeedContext(client))))
   const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })), SqlClient.SqlClient)
   return { pool, sql: Context.get(client, SqlClient.SqlClient), events: Context.get(stores, EventStore), admin }

@@ -45,9 +45,20 @@ export const refuseNewer = (options: {
   /** The store is opened read-only: the failure says so (operation `read`, "upgrade … to read it"). */
   readonly reading?: boolean
 }): Effect.Effect<void, EventStoreFailure | SqlError | Migrator.MigrationError, SqlClient.SqlClient> =>
+  Effect.flatMap(highestApplied(options.table), (applied) => refusePast(applied, options))
+
+/**
+ * Fails as `refuseNewer` does when `applied` — the highest migration id the database recorded, read
+ * by the caller (PostgreSQL's read-only open reads it in the statement that connects) — is past the
+ * highest of `loader`'s.
+ */
+export const refusePast = (applied: number, options: {
+  readonly loader: Migrator.Loader
+  readonly where: string
+  readonly reading?: boolean
+}): Effect.Effect<void, EventStoreFailure | Migrator.MigrationError> =>
   Effect.gen(function*() {
     const known = Math.max(0, ...(yield* options.loader).map(([id]) => id))
-    const applied = yield* highestApplied(options.table)
     if (applied <= known) return
     return yield* new EventStoreFailure({
       reason: "unavailable",
