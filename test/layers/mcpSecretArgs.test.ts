@@ -16,3 +16,33 @@ describe("McpSecrets.of hides the values of secret-named options in a stdio serv
     expect(text).toBe("401 for [redacted] [redacted] [redacted] [redacted] on port 3000 srv.mjs")
   })
 })
+
+describe("review64a: the secrets of a stdio server's args in other shapes", () => {
+  const cases: Record<string, ReadonlyArray<string>> = {
+    "-k KEY": ["-k", "sk-live-BBBBBBBBBBBBBBBBBBBBBBBB"],
+    "--url with a key in its query": ["--url", "https://api.example.com/mcp?api_key=sk-live-CCCCCCCCCCCCCCCCCCC"],
+    "a URL's userinfo": ["https://user:sk-live-DDDDDDDDDDDDDDDDDDDD@example.com/mcp"],
+    "a positional Authorization header": ["Authorization: Bearer sk-live-EEEEEEEEEEEEEEEEEEEE"],
+    "JSON with an apiKey": ["--config", JSON.stringify({ server: { apiKey: "sk-live-FFFFFFFFFFFFFFFFFFFF" } })],
+    "API_KEY=…": ["API_KEY=sk-live-GGGGGGGGGGGGGGGGGGGG"],
+    "a database URL's password": ["postgresql://app:sk-live-HHHHHHHHHHHHHHHHHH@db:5432/x"],
+    "--url=… with a token": ["--url=https://h.example/x?token=sk-live-KKKKKKKKKKKKKKKKKK"],
+    "--password -value": ["--password", "-hunter2-secret-value"]
+  }
+  for (const [name, args] of Object.entries(cases)) {
+    it(name, () => {
+      const secret = /(-hunter2-secret-value|sk-live-[A-Z]+)/.exec(args.join(" "))![1]!
+      const secrets = McpSecrets.of({ command: "node", args: ["srv.js", ...args] })
+      expect(McpSecrets.redact(`failed: ${secret} (srv.js)`, secrets)).toBe("failed: [redacted] (srv.js)")
+    })
+  }
+
+  it("the word Bearer is not a secret; names, versions, paths and ports are not either", () => {
+    const secrets = McpSecrets.of({
+      command: "node",
+      args: ["srv.js", "--header", "Authorization: Bearer sk-live-EEEEEEEEEEEEEEEEEEEE", "--model", "Qwen2.5-Coder-32B-Instruct", "--root", "/home/user/projects/some-long-folder-2024", "-p", "3000", "--auth-header=Bearer sk-live-LLLLLLLLLLLLLLLLL"]
+    })
+    expect(McpSecrets.redact("Bearer tokens; Qwen2.5-Coder-32B-Instruct in /home/user/projects/some-long-folder-2024 on 3000", secrets))
+      .toBe("Bearer tokens; Qwen2.5-Coder-32B-Instruct in /home/user/projects/some-long-folder-2024 on 3000")
+  })
+})

@@ -14,7 +14,8 @@
  * @internal
  */
 import { accessSync, constants } from "node:fs"
-import { resolve as resolvePath } from "node:path"
+import * as NodePath from "node:path"
+import { dirname, isAbsolute, relative, resolve as resolvePath } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -28,9 +29,11 @@ import * as Schema from "effect/Schema"
 import * as Json from "../../domain/Json.js"
 import { ToolFailure } from "../../services/ToolRouter.js"
 import * as Environment from "../workspace/Environment.js"
+import * as Paths from "../workspace/Paths.js"
+import * as PythonShadows from "../workspace/PythonShadows.js"
 import * as BoundedFetch from "./BoundedFetch.js"
-import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
+import * as McpFiles from "./McpFiles.js"
 import * as McpNames from "./McpNames.js"
 import * as McpSecrets from "./McpSecrets.js"
 import { StdioTransport, UnreadError } from "./StdioTransport.js"
@@ -140,38 +143,100 @@ export interface Connection {
   readonly redact: (text: string) => string
 }
 
-const programMissing = (program: string, cwd: string, path: string | undefined): boolean => {
-  if (program.includes("/")) {
+/**
+ * What `server` runs: the program found — a command with a `/` as it is, a bare one in the real
+ * folders of its `PATH` (`McpFiles.searchFolders`, those through `/proc` or `/dev` never searched)
+ * and spawned by that absolute path — and that `PATH`, or why it cannot start. Never the bare name:
+ * the child, started in the server's folder, would search its `PATH` itself, and `/proc/self/cwd/bin`
+ * would mean the project there (review 64a). A program that is the project's file (by real path)
+ * reached through a name trust does not bind (a link outside it, the agent's own `PATH`) is
+ * refused: only the names `McpFiles.pathCandidates` gives — a `PATH` folder of the server's `env`,
+ * an absolute command, by real path — and a relative command are bound.
+ */
+const programOf = (server: McpConfig.Stdio, cwd: string, path: string | undefined): { readonly program: string; readonly path: string | undefined } | string => {
+  const { folders } = McpFiles.searchFolders(path)
+  const searched = path === undefined ? undefined : folders.join(NodePath.delimiter)
+  const executable = (file: string) => {
     try {
-      accessSync(resolvePath(cwd, program), constants.X_OK)
-      return false
-    } catch {
+      accessSync(file, constants.X_OK)
       return true
+    } catch {
+      return false
     }
   }
-  return Sandbox.which(program, path) === undefined
+  const program = server.command.includes("/")
+    ? resolvePath(cwd, server.command)
+    : folders.map((folder) => resolvePath(folder, server.command)).find(executable)
+  if (program === undefined || !executable(program)) return "was not found"
+  const real = McpFiles.realPath(program)
+  if (real === undefined) return "leads through /proc or /dev, which name another process's folders in the server"
+  const project = McpFiles.realPath(resolvePath(cwd)) ?? cwd
+  const bound = (server.command.includes("/") && !isAbsolute(server.command)) ||
+    (McpFiles.pathCandidates(server).includes(program) && isInside(project, McpFiles.realPath(dirname(program)) ?? program))
+  if (isInside(project, real) && !bound) return `is the project's ${JSON.stringify(relative(project, real))}, reached through a link or a PATH trust does not cover; name it in the command`
+  return { program: server.command.includes("/") ? server.command : program, path: searched }
+}
+
+const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
+
+/**
+ * The words python reads for `server`, its own options first, when it runs one: the command's
+ * (`python3 -W ignore -m x`), or those after a python a wrapper runs (`/usr/bin/env python3 -m x`,
+ * `uv run python -m x`, `poetry run python -m x`) — each such python on the line, since a wrapper's
+ * option may take a value. `uv run -m x` (`--module`) runs a python too.
+ */
+const pythonLines = (server: McpConfig.Stdio): ReadonlyArray<ReadonlyArray<string>> => {
+  const words = [server.command, ...(server.args ?? [])]
+  const lines: Array<ReadonlyArray<string>> = []
+  words.forEach((word, i) => {
+    if (/^(?:python[0-9.]*|pypy3?)$/.test(word.split("/").at(-1) ?? "")) lines.push(words.slice(i + 1))
+    if (word.split("/").at(-1) === "uv" && words[i + 1] === "run") {
+      const module = words.findIndex((option, k) => k > i + 1 && (option === "-m" || option === "--module"))
+      if (module !== -1) lines.push(["-m", ...words.slice(module + 1)])
+    }
+  })
+  return lines
+}
+
+/** The module `python args` runs (`-m x`, `-Bm x`, `-mx`), if it runs one. */
+const moduleOf = (args: ReadonlyArray<string>): string | undefined => {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (!arg.startsWith("-") || arg === "-" || arg === "--") return undefined
+    if (arg.startsWith("--")) {
+      if (arg === "--check-hash-based-pycs") i++
+      continue
+    }
+    for (let k = 1; k < arg.length; k++) {
+      if (arg[k] === "m") return arg.length > k + 1 ? arg.slice(k + 1) : args[i + 1]
+      if (arg[k] === "c") return undefined
+      if (/[WXQ]/.test(arg[k]!)) {
+        if (k === arg.length - 1) i++
+        break
+      }
+    }
+  }
+  return undefined
 }
 
 /**
- * Whether `server` is a Python that would put the folder it starts in first on `sys.path` for a
+ * Whether `server` runs a Python that would put the folder it starts in first on `sys.path` for a
  * module that is not there (`python3 -m mcp_server_fetch`, `python3 -c …`): a file the project has
  * at its root named like a standard module (`argparse.py`, `json/`), made after trust, would run in
  * its place (the shell's commands ask for it, `PythonShadows`). `PYTHONSAFEPATH=1` (Python 3.11+;
- * an older Python ignores it, and the folder stays on the path) leaves it off. Not when the module
- * is the project's own (`-m tools.server` with a `tools/` there): that needs the folder, and it is
- * the project's code trust covers already.
+ * an older Python ignores it, and the folder stays on the path) leaves it off. Python's options are
+ * read as Python reads them (`PythonShadows.pythonStart`: `-W ignore -m x`, `-X utf8 -m x`, `-Bm x`,
+ * `-Ic`), through `env`, `uv run` and `poetry run` (review 64a). Not set for every server: for
+ * `python3 tools/server.py` it leaves the script's own folder off the path, and its imports of its
+ * neighbours fail — nor when the module is the project's own (`-m tools.server` with a `tools/`
+ * there): that needs the folder, and it is the project's code trust covers already.
  */
-const startsFromFolder = (server: McpConfig.Stdio, cwd: string): boolean => {
-  if (!/^(?:python[0-9.]*|pypy3?)$/.test(server.command.split("/").at(-1) ?? "")) return false
-  const args = server.args ?? []
-  // Among python's options only, before its script (whose own arguments may be `-m` too).
-  const script = args.findIndex((arg) => !arg.startsWith("-"))
-  const at = args.findIndex((arg, i) => (script === -1 || i < script) && (arg === "-c" || arg.startsWith("-m")))
-  if (at === -1) return false
-  if (args[at] === "-c") return true
-  const top = (args[at] === "-m" ? args[at + 1] ?? "" : args[at]!.slice(2)).split(".")[0]!
-  return top === "" || !existsIn(cwd, [top, `${top}.py`])
-}
+const startsFromFolder = (server: McpConfig.Stdio, cwd: string): boolean =>
+  pythonLines(server).some((args) => {
+    if (!PythonShadows.startsFromFolder(args, false)) return false
+    const top = (moduleOf(args) ?? "").split(".")[0]!
+    return top === "" || !existsIn(cwd, [top, `${top}.py`])
+  })
 
 const existsIn = (folder: string, names: ReadonlyArray<string>): boolean =>
   names.some((name) => {
@@ -183,27 +248,30 @@ const existsIn = (folder: string, names: ReadonlyArray<string>): boolean =>
     }
   })
 
-const transportOf = (options: Options): Transport => {
+/**
+ * The environment of `options`' stdio server: the allow-list's (`Environment`) and its `env`. Git
+ * told to use a bare repository only when named, as for shell commands: a server that runs git in
+ * a clone (a git server, a linter) would otherwise run a committed bare repository's config.
+ */
+const envOf = (options: Options, server: McpConfig.Stdio): Record<string, string> => ({
+  ...Environment.build(options.sourceEnv ?? process.env, { ...options.env, hidden: options.hiddenEnv ?? [], cwd: options.cwd }),
+  ...server.env
+})
+
+/** The transport for `options`' server; for a stdio server, its environment (`envOf`) and what it runs (`programOf`). */
+const transportOf = (options: Options, stdio?: { readonly env: Record<string, string>; readonly program: string; readonly path: string | undefined }): Transport => {
   const { server } = options
-  if (!McpConfig.isStdio(server)) {
-    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } }, fetch: BoundedFetch.make(options.maxAnswerBytes) })
+  if (McpConfig.isStdio(server) && stdio !== undefined) {
+    const merged = { ...stdio.env }
+    // The `PATH` searched, as searched: its absolute folders by real path, none through `/proc` or
+    // `/dev` — what the server runs by name in turn is looked up where its program was (review 64a).
+    if (stdio.path !== undefined) merged.PATH = stdio.path
+    if (server.env?.PYTHONSAFEPATH === undefined && startsFromFolder(server, options.cwd)) merged.PYTHONSAFEPATH = "1"
+    const [command, ...args] = [...options.prefix, stdio.program, ...(server.args ?? [])]
+    return new StdioTransport({ command: command!, args, env: Environment.withSafeGit(merged), cwd: options.cwd })
   }
-  // Git told to use a bare repository only when named, as for shell commands: a server that runs
-  // git in a clone (a git server, a linter) would otherwise run a committed bare repository's config.
-  const merged: Record<string, string> = {
-    ...Environment.build(options.sourceEnv ?? process.env, { ...options.env, hidden: options.hiddenEnv ?? [], cwd: options.cwd }),
-    ...server.env
-  }
-  // The server's own `PATH` searched as the agent's is (absolute folders only: a relative one names a
-  // folder from wherever the process stands), and its program spawned by the absolute path found
-  // there — the file trust covered when it is in the project (`McpFiles.pathCandidates`), not one a
-  // relative folder, or the prefix's own lookup, finds instead (review 63b).
-  if (merged.PATH !== undefined) merged.PATH = Environment.searchPath(merged.PATH)
-  if (server.env?.PYTHONSAFEPATH === undefined && startsFromFolder(server, options.cwd)) merged.PYTHONSAFEPATH = "1"
-  const env = Environment.withSafeGit(merged)
-  const program = server.command.includes("/") ? server.command : Sandbox.which(server.command, env.PATH) ?? server.command
-  const [command, ...args] = [...options.prefix, program, ...(server.args ?? [])]
-  return new StdioTransport({ command: command!, args, env, cwd: options.cwd })
+  const http = server as McpConfig.Http
+  return new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { ...http.headers } }, fetch: BoundedFetch.make(options.maxAnswerBytes) })
 }
 
 const clientInfo = { name: "effect-agent", version: "0.5.0" }
@@ -268,15 +336,14 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       if (starts > 0 && options.mayStart !== undefined) {
         yield* Effect.mapError(options.mayStart, (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" was not started again: ${error.message}` }))
       }
-      if (McpConfig.isStdio(server)) {
-        const path = server.env?.PATH ?? (options.sourceEnv ?? process.env).PATH
-        if (programMissing(server.command, options.cwd, path)) {
-          return yield* new McpError({ reason: "start_failed", message: `MCP server "${options.name}": ${JSON.stringify(server.command)} was not found` })
-        }
+      const env = McpConfig.isStdio(server) ? envOf(options, server) : {}
+      const launch = McpConfig.isStdio(server) ? programOf(server, options.cwd, env.PATH) : undefined
+      if (typeof launch === "string") {
+        return yield* new McpError({ reason: "start_failed", message: `MCP server "${options.name}": ${JSON.stringify((server as McpConfig.Stdio).command)} ${launch}` })
       }
       const broken = yield* Deferred.make<string>()
       const client = new Client(clientInfo, { capabilities: {}, jsonSchemaValidator: lazyOutputValidator() })
-      const transport = transportOf(options)
+      const transport = transportOf(options, launch === undefined ? undefined : { env, ...launch })
       client.onclose = () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection"))
       // Only the transport's errors (a line that is not JSON-RPC, one past its bound, a stream
       // that broke) end the connection; set before `connect`, which calls this before the client's

@@ -29,11 +29,12 @@
  * @internal
  */
 import { createHash } from "node:crypto"
-import { constants } from "node:fs"
+import { constants, readlinkSync } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as RegularFiles from "../RegularFiles.js"
+import * as Environment from "../workspace/Environment.js"
 import * as Paths from "../workspace/Paths.js"
 import type * as McpConfig from "./McpConfig.js"
 import * as RegistryFetch from "./RegistryFetch.js"
@@ -199,28 +200,193 @@ const binFolders: Readonly<Record<string, { readonly folder: string; readonly su
 const binWords = 3
 
 /**
- * The files of the project such a launcher's line may run (`binFolders`): for each of the first
- * words after it that is not an option or a subcommand, that name in the launcher's folder. One that
- * is an option's value instead binds a name where no file is, which costs nothing.
+ * Options that make a launcher run from another folder of the project, as if started there (review
+ * 64a): `pnpm --dir tools exec x` and `pnpm -C tools x` run `tools/node_modules/.bin/x`, as do
+ * `yarn --cwd tools x`, `bun --cwd tools x` and `npx --prefix tools x`; `uv run --directory tools x`
+ * (or `--project`) and `poetry -C tools run x` run `tools/.venv/bin/x` and read `tools/pyproject.toml`.
  */
-const projectBins = (command: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const launcher = binFolders[command.split("/").at(-1) ?? ""]
-  if (launcher === undefined) return []
-  return args.filter((arg) => !arg.startsWith("-") && !launcher.sub.has(arg) && !arg.includes("/") && arg !== "." && arg !== "..")
-    .slice(0, binWords)
-    .map((name) => `${launcher.folder}/${name}`)
+const folderOptions: Readonly<Record<string, RegExp>> = {
+  pnpm: /^(?:--dir|-C)$/,
+  yarn: /^--cwd$/,
+  bun: /^--cwd$/,
+  npx: /^--prefix$/,
+  npm: /^--prefix$/,
+  uv: /^(?:--directory|--project)$/,
+  poetry: /^(?:-C|--directory|-P|--project)$/
+}
+
+/** The folders a launcher's line says to run from (`folderOptions`), as written, and the indexes of the words that name them. */
+const launchFolders = (program: string, args: ReadonlyArray<string>): { readonly folders: ReadonlyArray<string>; readonly at: ReadonlySet<number> } => {
+  const option = folderOptions[program]
+  const folders: Array<string> = []
+  const at = new Set<number>()
+  if (option !== undefined) {
+    for (let i = 0; i < args.length && args[i] !== "--"; i++) {
+      const arg = args[i]!
+      const equals = arg.startsWith("--") ? arg.indexOf("=") : -1
+      if (equals > 0 && option.test(arg.slice(0, equals))) folders.push(arg.slice(equals + 1)), at.add(i)
+      else if (option.test(arg) && i + 1 < args.length) folders.push(args[i + 1]!), at.add(i), at.add(++i)
+    }
+  }
+  return { folders: folders.filter((folder) => folder !== ""), at }
 }
 
 /**
- * For a bare command (no `/`) and an `env` that sets `PATH`: the file each folder of that `PATH`
- * would hold for it (`bin/mcp-server`, `/abs/project/bin/node`), in the order they are searched.
- * Those inside the project are bound (`namedPaths`) — the program the server runs is one of them
- * when it is there — and `McpConnection` spawns the one it found by its absolute path.
+ * The files of the project such a launcher's line may run (`binFolders`): for each of the first
+ * words after it that is not an option or a subcommand, that name in the launcher's folder — of the
+ * project, and of each folder the line runs it from (`launchFolders`). One that is an option's value
+ * instead binds a name where no file is, which costs nothing.
+ */
+const projectBins = (command: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const program = command.split("/").at(-1) ?? ""
+  const launcher = binFolders[program]
+  if (launcher === undefined) return []
+  const { at, folders } = launchFolders(program, args)
+  return args.filter((arg, i) => !at.has(i) && !arg.startsWith("-") && !launcher.sub.has(arg) && !arg.includes("/") && arg !== "." && arg !== "..")
+    .slice(0, binWords)
+    .flatMap((name) => ["", ...folders].map((folder) => NodePath.join(folder, launcher.folder, name)))
+}
+
+/**
+ * What a launcher's line reads from the folders it says to run from (`launchFolders`), relative to
+ * the project: its files there and in each folder between it and the project (`programFiles`: a
+ * `package.json`'s scripts, `pyproject.toml`), and for `npx --prefix` its local copies there.
+ */
+const folderFiles = (command: string, args: ReadonlyArray<string>, copies: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const program = command.split("/").at(-1) ?? ""
+  return launchFolders(program, args).folders.flatMap((folder) => {
+    const between: Array<string> = []
+    for (let at = NodePath.normalize(folder); at !== "." && at !== "/" && !at.startsWith(".."); at = NodePath.dirname(at)) between.push(at)
+    return [...between.flatMap((at) => (programFiles[program] ?? []).map((file) => NodePath.join(at, file))), ...copies.map((copy) => NodePath.join(folder, copy))]
+  })
+}
+
+/**
+ * The local sources a launcher builds and runs at each start (review 64a): `uvx --from . x`,
+ * `uv tool run --from ./tools x`, `pipx run --spec . x`, a `--with` path — a package made from the
+ * project's files (`setup.py`, `pyproject.toml`, its modules), none of which trust can bind as it
+ * binds a script: a build runs whatever the sources say. A requirement (`x==1.2`) or a URL is
+ * fetched instead (`RegistryFetch`); a path or `file:` one is the project's.
+ */
+export const localBuilds = (server: McpConfig.Stdio): ReadonlyArray<string> => {
+  const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
+  if (fetched === undefined || "unclear" in fetched) return []
+  // npm's `@scope/name` and `user/repo` (GitHub's) are fetched; a Python requirement never holds a `/` but as a path or URL.
+  const python = /^(?:uvx|uv tool|pipx run)$/.test(fetched.launcher)
+  return [fetched.pkg, ...(fetched.also ?? [])].filter((spec) =>
+    /^(?:\.|\/|~)|^file:|@\s*file:|\.(?:whl|tgz|tar\.gz|zip)$/i.test(spec) || (python && !spec.includes("://") && spec.includes("/"))
+  )
+}
+
+/** The state of what trust refuses (`refusals`), before why; `McpSettings` refuses a `.mcp.json` with one. */
+export const refusedState = "refused:"
+
+/**
+ * What trust refuses in a `.mcp.json`'s servers, one `Bound` each (its path the server's name, its
+ * state `refusedState` and why): a `PATH` folder or an absolute command that leads through `/proc` or
+ * `/dev` (`realPath`), and a launcher that builds the project's sources (`localBuilds`). In the
+ * combined hash, a state trust never records: a `.mcp.json` trusted before is untrusted again.
+ */
+export const refusals = (servers: McpConfig.Servers): ReadonlyArray<Bound> =>
+  Object.entries(servers).flatMap(([name, server]) => {
+    if (!("command" in server)) return []
+    const through = [
+      ...searchFolders(server.env?.PATH).refused,
+      ...(NodePath.isAbsolute(server.command) && realPath(server.command) === undefined ? [server.command] : [])
+    ]
+    const builds = localBuilds(server)
+    return [
+      ...through.map((folder) => ({
+        path: name,
+        state: `${refusedState}names ${JSON.stringify(folder)}, which leads through /proc or /dev: what is there depends on the process reading it (for the server, the project)`
+      })),
+      ...builds.map((spec) => ({
+        path: name,
+        state: `${refusedState}builds ${JSON.stringify(spec)}, local sources, at each start, which trust cannot bind: install the package and name its program`
+      }))
+    ]
+  })
+
+/**
+ * Names whose meaning depends on the process that reads them: `/proc/self/cwd` is the folder the
+ * reader stands in — for a server, the project it starts in, whatever the agent's is — and
+ * `/dev/fd`, `/dev/stdin` lead back to `/proc/self` (review 64a: `"PATH": "/proc/self/cwd/bin:…"`
+ * ran the project's `bin/mcp-server`, bound by no name).
+ */
+const processPaths = /^\/(?:proc|dev)(?:\/|$)/
+
+/** The most links followed in one path, as the kernel's `MAXSYMLINKS`. */
+const maxLinks = 40
+
+/**
+ * Where absolute `path` leads, its links followed one by one as the kernel follows them: its real
+ * path — from a name that is not there on, the rest as written (it can hold no link now) — or none
+ * when it leads through `/proc` or `/dev` (`processPaths`; read in the agent, they would name
+ * another process's folders than the server's) or through more than `maxLinks` links.
+ */
+export const realPath = (path: string): string | undefined => {
+  const pending = path.split("/")
+  let at = "/"
+  for (let links = 0; pending.length > 0;) {
+    const part = pending.shift()!
+    if (part === "" || part === ".") continue
+    if (part === "..") {
+      at = NodePath.dirname(at)
+      continue
+    }
+    const next = NodePath.join(at, part)
+    if (processPaths.test(next)) return undefined
+    let target: string
+    try {
+      target = readlinkSync(next)
+    } catch (error) {
+      // Not a link: go on from it. Not there (or not readable): nothing after it is a link now.
+      if ((error as NodeJS.ErrnoException).code === "EINVAL") at = next
+      else return processPaths.test(NodePath.join(next, ...pending)) ? undefined : NodePath.join(next, ...pending)
+      continue
+    }
+    if (++links > maxLinks) return undefined
+    if (NodePath.isAbsolute(target)) at = "/"
+    pending.unshift(...target.split("/"))
+  }
+  return at
+}
+
+/**
+ * Where the program of a server whose command is bare (no `/`) is looked up: the absolute folders of
+ * `path` (its `env`'s `PATH`, or the agent's), each as `realPath` gives it — so a folder that is a
+ * link into the project, or `/proc/self/cwd/bin`, is searched where trust read it (review 64a) — and
+ * which of them are refused: those leading through `/proc` or `/dev`, never searched.
+ */
+export const searchFolders = (path: string | undefined): { readonly folders: ReadonlyArray<string>; readonly refused: ReadonlyArray<string> } => {
+  const folders: Array<string> = []
+  const refused: Array<string> = []
+  for (const folder of Environment.searchFolders(path)) {
+    const real = realPath(folder)
+    if (real === undefined) refused.push(folder)
+    else folders.push(real)
+  }
+  return { folders, refused }
+}
+
+/**
+ * The files a server's command may be, by real folder: for a bare command and an `env` that sets
+ * `PATH`, the file each folder of it (`searchFolders`) would hold for it (`bin/mcp-server`,
+ * `/abs/project/bin/node`), in the order they are searched; for an absolute command, the file in its
+ * folder's real path (`/tmp/link/srv`, a link to the project's folder). Those inside the project are
+ * bound (`namedPaths`) — the program the server runs is one of them when it is there — and
+ * `McpConnection` spawns the one it found by that path, refusing one in the project found otherwise.
  */
 export const pathCandidates = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   const path = server.env?.PATH
+  if (NodePath.isAbsolute(server.command)) {
+    const folder = realPath(NodePath.dirname(server.command))
+    return folder === undefined ? [] : [NodePath.join(folder, NodePath.basename(server.command))]
+  }
   if (path === undefined || server.command.includes("/")) return []
-  return path.split(NodePath.delimiter).filter((folder) => folder !== "").map((folder) => NodePath.join(folder, server.command))
+  // A relative folder is never searched (`Environment.searchPath`), but its file is bound as named: one made there says so.
+  const relative = path.split(NodePath.delimiter).filter((folder) => folder !== "" && !NodePath.isAbsolute(folder))
+  return [...searchFolders(path).folders, ...relative].map((folder) => NodePath.join(folder, server.command))
 }
 
 /**
@@ -272,9 +438,10 @@ const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>
   for (const file of pathCandidates(server)) out.push(file), code.add(file)
   // A launcher that runs the project's own copy of the package it names, when there is one.
   const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
-  if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched)), above.push(...RegistryFetch.localCopies(fetched))
+  const copies = fetched === undefined ? [] : RegistryFetch.localCopies(fetched)
+  out.push(...copies), above.push(...copies)
   const ran = projectBins(server.command, server.args ?? [])
-  for (const file of ran) out.push(file), code.add(file)
+  for (const file of [...ran, ...folderFiles(server.command, server.args ?? [], copies)]) out.push(file), code.add(file)
   above.push(...ran)
   return { words: out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://")), code, above }
 }

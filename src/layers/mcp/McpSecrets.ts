@@ -18,6 +18,9 @@ const minLength = 4
 /** Names of variables whose values are secrets. */
 const secretName = /key|token|secret|passw|auth|credential|cookie/i
 
+/** An authorization scheme's name (`Bearer sk-…`): a word of a secret's value, not a secret — hidden, every "Bearer" of a result went. */
+const scheme = /^(?:Bearer|Basic|Digest|Token|Bot)$/i
+
 /**
  * The secrets of `server`: each value, and for a header's or variable's each of its words long enough
  * to be a token (the part after `Bearer `). A URL's values are taken whole: split, `?q=release+notes`
@@ -29,9 +32,10 @@ export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
     ? [...Object.entries(server.env ?? {}).filter(([name]) => secretName.test(name)).map(([, value]) => value), ...argSecrets(server.args ?? [])]
     : Object.values(server.headers ?? {})
   for (const value of values) {
-    for (const piece of [value, ...value.split(/[\s,;]+/)]) if (piece.length >= minLength) secrets.add(piece)
+    for (const piece of [value, ...value.split(/[\s,;]+/)]) if (piece.length >= minLength && !scheme.test(piece)) secrets.add(piece)
   }
-  if (!McpConfig.isStdio(server)) for (const value of urlSecrets(server.url)) if (value.length >= minLength) secrets.add(value)
+  const urls = McpConfig.isStdio(server) ? (server.args ?? []).flatMap(argUrls) : [server.url]
+  for (const url of urls) for (const value of urlSecrets(url)) if (value.length >= minLength) secrets.add(value)
   // Longest first: a value is hidden whole before a word of it.
   return [...secrets].sort((a, b) => b.length - a.length)
 }
@@ -39,28 +43,79 @@ export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
 /** Options whose value is an HTTP header (`Name: value`), as servers and proxies (`mcp-remote`) take one. */
 const headerOption = /^(?:-H|--header)$/
 
+/** A URL with an authority (`https://…`, `postgresql://user:pass@host/db`): one an argument may hold, whole or as an option's value. */
+const urlShaped = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//
+
+/** The URLs among an argument and its `--option=value`'s value (their secrets are an HTTP server's URL's: `urlSecrets`). */
+const argUrls = (arg: string): ReadonlyArray<string> => {
+  const equals = arg.indexOf("=")
+  return [arg, ...(arg.startsWith("-") && equals > 0 ? [arg.slice(equals + 1)] : [])].filter((value) => urlShaped.test(value))
+}
+
+/** A value shaped as a key (`sk-live-…`, 16 or more letters and digits that are not a name or version), not a path. */
+const keyShaped = (value: string) => !value.includes("/") && Address.pathSecret(value)
+
 /**
- * The values of a stdio server's arguments that are secrets: the value of an option whose name says
- * it is a key or token (`--api-key X`, `--token=X`), and of a header option (`--header
- * "Authorization: Bearer X"`) the value of a header whose name says so. Before, only `env` values
- * were hidden: a server that echoed the key its arguments gave it put it into `tool.failed`.
+ * The values of a stdio server's arguments that are secrets (review 63b, 64a): the value of an
+ * option whose name says it is a key or token (`--api-key X`, `--token=X`, `--password -x…`: taken
+ * even when it starts with `-`, unless it is a long option), of a header option or a header given
+ * as an argument (`--header "Authorization: Bearer X"`, `"Authorization: Bearer X"`) the value of a
+ * header whose name says so, a secret-named `NAME=value` (`API_KEY=…`, as `--env` takes one), a
+ * secret-named key's value in an argument that is JSON (`{"apiKey": …}`), and a value shaped as a
+ * key (`-k sk-live-…`). A URL's (`--url https://…?api_key=…`, `postgresql://user:pass@…`) are
+ * `urlSecrets`'. Before, only `env` values were hidden: a server that echoed the key its arguments
+ * gave it put it into `tool.failed`.
  */
 const argSecrets = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const out: Array<string> = []
   const header = (value: string) => {
     const colon = value.indexOf(":")
-    if (colon > 0 && secretName.test(value.slice(0, colon))) out.push(value.slice(colon + 1).trim())
+    if (colon > 0 && /^[A-Za-z][\w-]*$/.test(value.slice(0, colon)) && secretName.test(value.slice(0, colon))) out.push(value.slice(colon + 1).trim())
+  }
+  // A word that is a value (a positional one, or an option's): what it says of itself.
+  const value = (word: string) => {
+    if (urlShaped.test(word)) return
+    header(word)
+    const assignment = /^([A-Za-z_][\w.-]*)=(.+)$/s.exec(word)
+    if (assignment !== null && secretName.test(assignment[1]!)) out.push(assignment[2]!)
+    if (/^\s*[{[]/.test(word)) out.push(...jsonSecrets(word))
+    if (keyShaped(word)) out.push(word)
   }
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (!arg.startsWith("-")) continue
-    const equals = arg.indexOf("=")
-    const [option, value] = equals > 0 ? [arg.slice(0, equals), arg.slice(equals + 1)] : [arg, undefined]
-    if (headerOption.test(option)) header(value ?? args[++i] ?? "")
-    else if (secretName.test(option) && /^--?[A-Za-z][\w.-]*$/.test(option)) {
-      const given = value ?? args[i + 1]
-      if (given !== undefined && (value !== undefined || !given.startsWith("-"))) out.push(given), i += value === undefined ? 1 : 0
+    if (!arg.startsWith("-") || arg === "-") {
+      value(arg)
+      continue
     }
+    const equals = arg.indexOf("=")
+    const [option, given] = equals > 0 ? [arg.slice(0, equals), arg.slice(equals + 1)] : [arg, undefined]
+    if (headerOption.test(option)) header(given ?? args[++i] ?? "")
+    else if (secretName.test(option) && /^--?[A-Za-z][\w.-]*$/.test(option)) {
+      const next = given ?? args[i + 1]
+      if (next !== undefined && (given !== undefined || !/^--[A-Za-z]/.test(next))) out.push(next), i += given === undefined ? 1 : 0
+    } else if (given !== undefined) value(given)
+  }
+  return out
+}
+
+/** The most of an argument parsed as JSON for its secrets. */
+const jsonBytes = 64 * 1024
+
+/** The values of the keys whose names say they are secrets in `text` as JSON (`{"apiKey": "…"}`), at any depth; none when it is not JSON. */
+const jsonSecrets = (text: string): ReadonlyArray<string> => {
+  if (text.length > jsonBytes) return []
+  const out: Array<string> = []
+  const walk = (node: unknown, depth: number): void => {
+    if (depth > 64 || typeof node !== "object" || node === null) return
+    for (const [key, child] of Object.entries(node)) {
+      if (secretName.test(key) && (typeof child === "string" || typeof child === "number")) out.push(String(child))
+      else walk(child, depth + 1)
+    }
+  }
+  try {
+    walk(JSON.parse(text), 0)
+  } catch {
+    // not JSON
   }
   return out
 }

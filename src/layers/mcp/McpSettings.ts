@@ -149,8 +149,10 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(
  */
 const boundFiles = (path: string, file: McpConfig.File): Effect.Effect<ReadonlyArray<McpFiles.Bound>> => {
   const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
-  if (named.length > McpFiles.limits.names) return Effect.succeed([{ path: "", state: McpFiles.overNames }])
-  return Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
+  // What trust refuses (a `PATH` through `/proc`, a launcher building the project's sources) is one more state it never records.
+  const refused = McpFiles.refusals(file.mcpServers)
+  if (named.length > McpFiles.limits.names) return Effect.succeed([{ path: "", state: McpFiles.overNames }, ...refused])
+  return Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named)).pipe(Effect.map((files) => [...files, ...refused]))
 }
 
 /**
@@ -166,6 +168,8 @@ const overLimitsReason = (project: Project): string | undefined => {
     const who = overNames.path === "" ? "its servers" : `its servers and ${shown(overNames.path)}`
     return `${who} name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`
   }
+  const refused = project.files.find((bound) => bound.state.startsWith(McpFiles.refusedState))
+  if (refused !== undefined) return `its server ${JSON.stringify(refused.path)} ${refused.state.slice(McpFiles.refusedState.length)}`
   const overBudget = project.files.find((bound) => bound.state === McpFiles.overBudget)
   if (overBudget !== undefined) {
     return `the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads (past it at ${shown(overBudget.path)})`
@@ -176,10 +180,13 @@ const overLimitsReason = (project: Project): string | undefined => {
 /** What trust answers for a project over its limits ({@link overLimitsReason}). */
 const overLimitsAdvice = "start them from a script it names"
 
+/** The advice for `project` over its limits: a refused server's reason says its own (`McpFiles.refusals`). */
+const adviceFor = (project: Project): string => project.files.some((bound) => bound.state.startsWith(McpFiles.refusedState)) ? "change that server's line" : overLimitsAdvice
+
 /** Trust's refusal of a project over its limits, if it is. */
 const overLimits = (project: Project): SettingsError | undefined => {
   const why = overLimitsReason(project)
-  return why === undefined ? undefined : new SettingsError({ reason: "invalid", message: `${project.shown}: ${why}; ${overLimitsAdvice}` })
+  return why === undefined ? undefined : new SettingsError({ reason: "invalid", message: `${project.shown}: ${why}; ${adviceFor(project)}` })
 }
 
 /** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
@@ -256,7 +263,7 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
       }, so its MCP server${
         names.length === 1 ? "" : "s"
       } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; ${
-        over !== undefined ? overLimitsAdvice : `review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
+        over !== undefined ? adviceFor(project) : `review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
       }`
     )
   }
@@ -313,7 +320,7 @@ export const summary = (project: Project): ReadonlyArray<string> => {
 }
 
 /**
- * A line for each server whose `env` sets a `PATH` naming the project's folders (or relative ones):
+ * A line for each server whose `env` sets a `PATH` naming the project's folders, by real path (or relative ones):
  * its program may be a file of the project found there (`McpFiles.pathCandidates`). Its value is
  * shown — the listing shows only which variables are set, since a value may be a token.
  */
@@ -323,7 +330,11 @@ const pathSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>
     if (path === undefined) return []
     const folders = path.split(NodePath.delimiter).filter((folder) => folder !== "")
     const relative = folders.filter((folder) => !NodePath.isAbsolute(folder))
-    const inside = folders.filter((folder) => NodePath.isAbsolute(folder) && Paths.isInside(NodePath, cwd, folder))
+    // By real path: a folder that is a link to the project is the project's (review 64a).
+    const inside = folders.filter((folder) => {
+      const real = NodePath.isAbsolute(folder) ? McpFiles.realPath(folder) : undefined
+      return real !== undefined && Paths.isInside(NodePath, cwd, real)
+    })
     if (relative.length === 0 && inside.length === 0) return []
     return [ProjectSettings.escapeControls(
       `  ${name}: its PATH is ${JSON.stringify(path)}` +
