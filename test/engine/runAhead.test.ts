@@ -66,3 +66,52 @@ describe("runAhead", () => {
       expect(exit).toStrictEqual(Exit.fail("broken"))
     }))
 })
+
+/**
+ * perf65steps: a response read to its end leaves its channel executor unclosed — what closing it would
+ * run, the stream's own finalizers, has run as the stream ended. A stream not read to its end (left
+ * early, failed) is still closed with the scope, its finalizers run then.
+ */
+describe("runAhead, the stream's finalizers", () => {
+  const finalized = () => {
+    const log: Array<string> = []
+    const fin = (name: string) => Effect.sync(() => void log.push(name))
+    return { log, fin }
+  }
+
+  it.effect("a stream read to its end has run its own finalizers before its end is taken, however it holds them", () =>
+    Effect.gen(function*() {
+      const { fin, log } = finalized()
+      const streams = [
+        Stream.make(1, 2).pipe(Stream.ensuring(fin("ensuring"))),
+        Stream.acquireRelease(Effect.succeed(1), () => fin("acquireRelease")),
+        Stream.unwrapScoped(Effect.as(Effect.acquireRelease(Effect.void, () => fin("unwrapScoped")), Stream.make(1, 2))),
+        Stream.concat(Stream.make(1).pipe(Stream.ensuring(fin("first"))), Stream.make(2)).pipe(Stream.rechunk(1), Stream.ensuring(fin("outer")))
+      ]
+      for (const stream of streams) {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const started = yield* runAhead(stream, 4096)
+          yield* readAll(started)
+          log.push("end taken")
+        }))
+      }
+      expect(log).toEqual(["ensuring", "end taken", "acquireRelease", "end taken", "unwrapScoped", "end taken", "first", "outer", "end taken"])
+    }))
+
+  it.effect("a stream left before its end, or failed, is closed with the scope: its finalizers run then", () =>
+    Effect.gen(function*() {
+      const { fin, log } = finalized()
+      // Waits after its first piece: the reader leaves it there.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const started = yield* runAhead(Stream.concat(Stream.make(1), Stream.never).pipe(Stream.ensuring(fin("left"))), 4096)
+        yield* started.arrived.takeAll
+        log.push("scope closing")
+      }))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const started = yield* runAhead(Stream.concat(Stream.make(1), Stream.fail("broken")).pipe(Stream.ensuring(fin("failed"))), 4096)
+        yield* Effect.exit(readAll(started))
+        log.push("failure taken")
+      }))
+      expect(log).toEqual(["scope closing", "left", "failed", "failure taken"])
+    }))
+})
