@@ -8,56 +8,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
-import { get, type IncomingMessage } from "node:http"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
-import { liveUntil, startIn } from "./harness.js"
+import { liveUntil, stalledReader, startIn } from "./harness.js"
 
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
-
-/** A `/live` reader on its own socket: reads until the first comment, then stops reading until `resume`. */
-const stalledReader = (url: string, token: string) => {
-  const received: Array<Buffer> = []
-  let bytes = 0
-  let response: IncomingMessage | undefined
-  let onText: (() => void) | undefined
-  const text = () => Buffer.concat(received).toString("utf8")
-  const connected = new Promise<void>((resolve, reject) => {
-    get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
-      response = res
-      res.on("data", (chunk: Buffer) => {
-        received.push(chunk)
-        bytes += chunk.length
-        if (bytes === chunk.length) {
-          // The first bytes (": connected"): stop reading. The socket's buffers fill, then TCP pushes back.
-          res.pause()
-          resolve()
-        }
-        onText?.()
-      })
-      res.on("error", () => undefined)
-    }).on("error", reject)
-  })
-  return {
-    connected,
-    bytes: () => bytes,
-    /** Reads again until `done` holds of the last bytes received; all that was received. */
-    resume: (done: (received: string) => boolean) =>
-      new Promise<string>((resolve) => {
-        let tail = ""
-        onText = () => {
-          // Checked on the tail only: the text is large.
-          tail = (tail + received.at(-1)!.toString("latin1")).slice(-2048)
-          if (done(tail)) {
-            onText = undefined
-            response!.destroy()
-            resolve(text())
-          }
-        }
-        response!.resume()
-      })
-  }
-}
 
 describe("/live with a stalled client", () => {
   it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () =>
