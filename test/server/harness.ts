@@ -308,3 +308,26 @@ export const stalledReader = (url: string, token: string) => {
       })
   }
 }
+
+/** A `/live` reader: its raw headers once connected (the first comment came); `done` with the body's text once it holds `turn.completed`'s frame. */
+export const liveReader = (url: string, token: string) => {
+  let onConnected!: (headers: Array<string>) => void
+  const connected = new Promise<Array<string>>((resolve) => (onConnected = resolve))
+  const done = new Promise<string>((resolve, reject) => {
+    let text = ""
+    const request = get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        text += chunk
+        if (text.startsWith(": connected\n\n")) onConnected(res.rawHeaders.filter((_, i, all) => all[i - (i % 2)] !== "Date"))
+        const end = text.indexOf("event: turn.completed\n")
+        if (end >= 0 && text.indexOf("\n\n", end) >= 0) {
+          request.destroy()
+          resolve(text)
+        }
+      })
+    })
+    request.on("error", reject)
+  })
+  return { connected, done }
+}

@@ -14,8 +14,11 @@ import { liveUntil, stalledReader, startIn } from "./harness.js"
 
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
 
-describe("/live with a stalled client", () => {
-  it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () =>
+/**
+ * `joined`: a first client starts the session's shared watch, and the stalled one joins it — answered
+ * in Node's request callback, without a fiber, and given one once let go (perf65serve).
+ */
+const stalledRun = (joined: boolean) =>
     Effect.gen(function*() {
       // ~10 MB of events, beyond what the sockets' buffers hold, a delta at a time (each its own
       // commit, as a real provider's stream arrives); the feed keeps the last 8 to 16.
@@ -23,15 +26,23 @@ describe("/live with a stalled client", () => {
       const text = "x".repeat(25_000)
       const gapReads: Array<{ readonly from: number; readonly afterResume: boolean }> = []
       let resumed = false
+      let watches = 0
       const { dataDir, server } = yield* startIn({
         watchCapacity: 8,
         // One response of 10 M characters, past the engine's default limit of a response (4 Mi).
         maxResponse: { chars: 16 * 1024 * 1024 },
         onReadFrom: (_, from) => gapReads.push({ from, afterResume: resumed }),
+        onWatch: () => watches++,
         responses: [{ chunks: Array.from({ length: deltas }, () => text), delay: "1 millis" }]
       })
       const session = yield* server.client.sessions.create({ payload: {} })
       const url = `${server.url}/sessions/${session.sessionId}/live`
+      const opener = joined ? stalledReader(url, server.token) : undefined
+      if (opener !== undefined) {
+        yield* Effect.promise(() => opener.connected)
+        // Its shared watch is there: the next client joins it in Node's callback.
+        while (watches === 0) yield* Effect.sleep("1 millis")
+      }
       const stalled = stalledReader(url, server.token)
       yield* Effect.promise(() => stalled.connected)
       const watching = Effect.promise(() => liveUntil(url, { token: server.token }, completed))
@@ -66,5 +77,9 @@ describe("/live with a stalled client", () => {
       })
       // What it missed while stalled came from the store, after it read again.
       expect(gapReads.some((read) => read.afterResume && read.from > 1)).toBe(true)
-    }), 120_000)
+    })
+
+describe("/live with a stalled client", () => {
+  it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () => stalledRun(false), 120_000)
+  it.scopedLive("the same for a stalled client answered in Node's request callback (it joined a shared watch)", () => stalledRun(true), 120_000)
 })
