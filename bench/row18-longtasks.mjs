@@ -183,6 +183,9 @@ const attribute = (profile, turns) => {
 }
 
 const close = () => {
+  // The phase's bounds on the profile's clock (µs): from the first connection, or the last phase's end.
+  phase.fromUs = phases.at(-1)?.toUs ?? firstUs
+  phase.toUs = nowUs()
   phases.push(phase)
   phase = blank()
 }
@@ -205,6 +208,8 @@ process.on("SIGUSR2", () => {
   if (session === undefined) return finish()
   session.post("Profiler.stop", (error, result) => {
     if (error === null) for (const p of phases) if (p.turns !== undefined) attribute(result.profile, p.turns)
+    // The whole profile too, for a look by function (`bench/row18-profile.mjs`).
+    if (error === null && process.env["ROW18_PROFILE_OUT"] !== undefined) writeFileSync(process.env["ROW18_PROFILE_OUT"], JSON.stringify(result.profile))
     finish()
   })
 })

@@ -8,9 +8,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Stream from "effect/Stream"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import {
   AgentEvent,
   type ApprovalNotPending,
@@ -50,7 +54,7 @@ import {
   Unauthorized
 } from "./Api.js"
 import * as Access from "./Access.js"
-import { ServerConfig } from "./Config.js"
+import { type Config, ServerConfig } from "./Config.js"
 import * as Live from "./Live.js"
 import { Turns } from "./Turns.js"
 import * as TurnImages from "./TurnImages.js"
@@ -217,6 +221,52 @@ const resumeAfter = (request: HttpServerRequest.HttpServerRequest, after: number
   return /^\d{1,15}$/.test(header) ? Effect.succeed(Number(header)) : Effect.fail(badSequence("Last-Event-ID"))
 }
 
+/**
+ * `serve`'s own Node server asks here, in its request callback, whether the handlers answered a
+ * request there (`Live.FanOut.follow`: a `/live` client joining its session's shared watch without
+ * a fiber); the sessions' handlers fill it in. Absent (an embedder's server), every request goes
+ * the platform's way.
+ *
+ * @internal
+ */
+export class NodeAnswers extends Context.Tag("effect-agent/server/NodeAnswers")<
+  NodeAnswers,
+  { live: ((request: IncomingMessage, response: ServerResponse) => boolean) | undefined }
+>() {}
+
+/** `GET /sessions/:id/live` with at most `?after=N`, an id of the engine's alphabet: what `followInCallback` takes. */
+const plainLive = /^\/sessions\/([A-Za-z0-9_-]{1,128})\/live(?:\?after=(\d{1,15}))?$/
+
+/**
+ * `/live` answered in Node's request callback (see {@link NodeAnswers}) when its session has a
+ * shared watch to join — only a request the guards and the route would let through untouched, and
+ * read the same way: `GET`, a plain path and `after`, no body, a `Host` that names this server, not
+ * from another origin's page, a credential the session routes take, a `Last-Event-ID` of digits
+ * (else the route's 400). Any other request, or a session without a shared watch yet (the first
+ * client starts it), goes the platform's way. True when it answered.
+ */
+const followInCallback = (
+  config: Config,
+  fanOut: Live.FanOut,
+  fork: (effect: Effect.Effect<void>) => Live.ForkedFiber
+) =>
+(request: IncomingMessage, response: ServerResponse): boolean => {
+  if (request.method !== "GET") return false
+  const path = plainLive.exec(request.url ?? "")
+  if (path === null) return false
+  const headers = request.headers as Access.Headers
+  if (headers["content-length"] !== undefined || headers["transfer-encoding"] !== undefined) return false
+  if (!Access.hostAllowed(headers["host"], config.allowedHosts) || Access.fromOtherOrigin("GET", headers)) return false
+  if (Access.refusal(config.token, "GET", headers) !== undefined) return false
+  const header = headers["last-event-id"]
+  let after = path[2] === undefined ? 0 : Number(path[2])
+  if (header !== undefined && header !== "") {
+    if (!/^\d{1,15}$/.test(header)) return false
+    after = Number(header)
+  }
+  return fanOut.follow(path[1]!, after + 1, config.keepAlive, response, request, fork)
+}
+
 const healthLayer = HttpApiBuilder.group(Api, "health", (handlers) => handlers.handle("healthz", () => Effect.succeed({ ok: true as const })))
 
 const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
@@ -226,6 +276,8 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const config = yield* ServerConfig
     /** `/live` on a Node server: one watch per watched session, each batch written to its clients (see `Live.fanOut`). */
     const fanOut = Live.fanOut((sessionId, fromSequence) => engine.watchSession({ sessionId, fromSequence }))
+    const answers = yield* Effect.serviceOption(NodeAnswers)
+    if (Option.isSome(answers)) answers.value.live = followInCallback(config, fanOut, Runtime.runFork(yield* Effect.runtime<never>()))
     /** Fails 404 (as JSON) before a stream response commits to a status. */
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
     /**

@@ -304,6 +304,27 @@ export interface FollowedResponse extends DirectResponse {
   readonly uncork: () => void
 }
 
+/** A fiber {@link FanOut.follow} forks for a client let go. */
+export type ForkedFiber = Fiber.RuntimeFiber<void>
+
+/** A {@link FollowedResponse} whose status and headers are written by its owner: Node's `ServerResponse`. */
+export interface NodeFollowedResponse extends FollowedResponse {
+  readonly writeHead: (status: number, headers: Readonly<Record<string, string>>) => unknown
+  readonly end: () => unknown
+}
+
+/**
+ * A `/live` answer's headers as the platform writes them (`sseHeaders`, then the guards' `nosniff`),
+ * in the same order: a client answered in Node's request callback ({@link FanOut.follow}) reads
+ * the same bytes.
+ */
+const followedHeaders = {
+  "cache-control": "no-store",
+  "x-accel-buffering": "no",
+  "content-type": "text/event-stream",
+  "x-content-type-options": "nosniff"
+} as const
+
 /**
  * The Node response `request` is written to, when the server is `@effect/platform-node`'s (see
  * {@link response}); `undefined` for another server (the web handler's, Bun's). A request without a
@@ -518,6 +539,24 @@ export interface FanOut {
    * than there, though the client asks for events past the session's end).
    */
   readonly response: (sessionId: string, fromSequence: number, keepAlive: Duration.Duration, direct: FollowedResponse, sessionEnd?: number) => HttpServerResponse.HttpServerResponse
+  /**
+   * Answers a `/live` request in Node's request callback, without a fiber, when the session has a
+   * shared watch that reaches back to `fromSequence` (its last batches, see {@link recentBytes}):
+   * the SSE headers, the first comment and what the client missed are written in one write, and the
+   * client follows the watch — its cost from then on a write a batch, as any follower's. Only a
+   * client let go (its socket full, see {@link maxHeldBytes}) gets a fiber, `fork`ed, which reads
+   * the gap through its own watch and ends once it follows again. False, having done nothing, when
+   * there is no such watch: the request goes the platform's way ({@link response}). The caller has
+   * checked the request as the server's guards and the route would (`Handlers`).
+   */
+  readonly follow: (
+    sessionId: string,
+    fromSequence: number,
+    keepAlive: Duration.Duration,
+    direct: NodeFollowedResponse,
+    request: IncomingMessage,
+    fork: (effect: Effect.Effect<void>) => ForkedFiber
+  ) => boolean
   /** How many clients of a session follow its shared watch now. @internal */
   readonly following: (sessionId: string) => number
 }
@@ -700,6 +739,52 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
     return parts.length === 1 ? parts[0] : Buffer.concat(parts)
   }
 
+  /** Follows `hub`, written what it missed from the hub's recent batches first; false when they do not reach back that far. */
+  const joinHub = (hub: Hub, follower: Follower): boolean => {
+    if (follower.last < hub.last) {
+      const missed = catchUp(hub, follower.last)
+      if (missed === undefined) return false
+      follower.last = hub.last
+      writeNow(follower.direct, missed)
+      follower.written()
+    }
+    hub.followers.add(follower)
+    follower.hub = hub
+    tighten(follower)
+    return true
+  }
+
+  /**
+   * A client answered in Node's request callback (see {@link FanOut.follow}) that was let go: a fiber
+   * of its own reads what it missed through its own watch once its socket has drained, writes each
+   * batch (waiting for the socket to take it), and ends once the session's shared watch reaches it
+   * again and it follows (`rejoin`) — or ends the response when its watch ends, as the platform's
+   * run of a `/live` body does.
+   */
+  const alone = (follower: Follower, direct: NodeFollowedResponse, rejoin: (hub: Hub) => boolean): Effect.Effect<void> =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* drained(direct)
+      const pull = yield* Stream.toPull(watch(follower.sessionId, follower.last + 1))
+      while (!direct.destroyed && !direct.writableEnded) {
+        const taken = yield* Effect.either(pull)
+        if (taken._tag === "Left") {
+          if (Option.isSome(taken.left)) yield* endedBy(taken.left.value)
+          direct.end()
+          return
+        }
+        const chunk = taken.right
+        if (Chunk.isEmpty(chunk)) continue
+        const bytes = yield* bytesOf(chunk)
+        follower.last = Chunk.unsafeLast(chunk).sequence
+        direct.write(bytes)
+        follower.written()
+        yield* drained(direct)
+        const hub = hubs.get(follower.sessionId)
+        // Its own watch goes on while no shared one reaches it (one started by another client; none: it reads on alone).
+        if (hub !== undefined && (follower.last >= hub.last || reaches(hub, follower.last)) && rejoin(hub)) return
+      }
+    }))
+
   /**
    * Follows the session's shared watch (started when there is none); false when it is ahead of the
    * follower by more than its recent batches (see {@link recentBytes}) — by those, the follower is
@@ -711,19 +796,7 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
   const join = (sessionId: string, follower: Follower, sessionEnd: number | undefined): Effect.Effect<boolean> =>
     Effect.suspend(() => {
       const hub = hubs.get(sessionId)
-      if (hub !== undefined) {
-        if (follower.last < hub.last) {
-          const missed = catchUp(hub, follower.last)
-          if (missed === undefined) return Effect.succeed(false)
-          follower.last = hub.last
-          writeNow(follower.direct, missed)
-          follower.written()
-        }
-        hub.followers.add(follower)
-        follower.hub = hub
-        tighten(follower)
-        return Effect.succeed(true)
-      }
+      if (hub !== undefined) return Effect.succeed(joinHub(hub, follower))
       const last = sessionEnd === undefined ? follower.last : Math.min(follower.last, sessionEnd)
       const started: Hub = { sessionId, followers: new Set([follower]), last, fiber: undefined, recent: [], recentBytes: 0 }
       hubs.set(sessionId, started)
@@ -820,8 +893,38 @@ export const fanOut = <E>(watch: (sessionId: string, fromSequence: number) => St
       return Stream.repeatEffectChunkOption(next)
     })
 
+  const follow: FanOut["follow"] = (sessionId, fromSequence, keepAlive, direct, request, fork) => {
+    const hub = hubs.get(sessionId)
+    if (hub === undefined) return false
+    if (fromSequence - 1 < hub.last && !reaches(hub, fromSequence - 1)) return false
+    letGoOnceRead(request)
+    const timer = keepAliveTimer(direct, keepAlive)
+    const follower: Follower = { sessionId, direct, last: fromSequence - 1, hub: undefined, wake: undefined, written: timer.refresh, loose: false }
+    let fiber: Fiber.RuntimeFiber<void> | undefined
+    const rejoin = (to: Hub) => {
+      follower.wake = wake
+      return joinHub(to, follower)
+    }
+    const wake = () => {
+      fiber = fork(alone(follower, direct, rejoin))
+    }
+    direct.once("close", () => {
+      leave(follower)
+      tighten(follower)
+      fiber?.unsafeInterruptAsFork(FiberId.none)
+    })
+    // The headers, the first comment and what it missed in one write.
+    direct.cork()
+    direct.writeHead(200, followedHeaders)
+    direct.write(timer.arm())
+    rejoin(hub)
+    direct.uncork()
+    return true
+  }
+
   return {
     following: (sessionId) => hubs.get(sessionId)?.followers.size ?? 0,
+    follow,
     response: (sessionId, fromSequence, keepAlive, direct, sessionEnd) => {
       const timer = keepAliveTimer(direct, keepAlive)
       const stream = Stream.concat(

@@ -373,6 +373,10 @@ export const serve = (
   const strangers = strangersBound(server, config, listen, false)
   const held = holdWhileAccepting(server, strangers.arrived)
   const requestRead = strangers.known
+  // Filled in by the sessions' handlers: a `/live` client of a session with a shared watch is answered in Node's callback.
+  const answers: Handlers.NodeAnswers["Type"] = { live: undefined }
+  const health = answerHealth(config.allowedHosts)
+  const answered = (request: IncomingMessage, response: ServerResponse) => health(request, response) || answers.live?.(request, response) === true
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.
@@ -383,8 +387,8 @@ export const serve = (
   ))
   return HttpApiBuilder.serve().pipe(
     Layer.provideMerge(closeConnections),
-    Layer.provideMerge(startRequestsAsTasks(server, requestRead, answerHealth(config.allowedHosts))),
-    Layer.provide(layer(config, turns)),
+    Layer.provideMerge(startRequestsAsTasks(server, requestRead, answered)),
+    Layer.provide(layer(config, turns).pipe(Layer.provide(Layer.succeed(Handlers.NodeAnswers, answers)))),
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
 }

@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { expect } from "vitest"
 import { mkdirSync, mkdtempSync } from "node:fs"
+import { get, type IncomingMessage } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import {
@@ -262,4 +263,71 @@ export const expectWireError = (body: unknown, error: string) => {
   expect(body).toMatchObject({ error, message: expect.any(String) })
   expect(Object.keys(body as object).sort()).toEqual(["error", "message"])
   expect(JSON.stringify(body)).not.toMatch(/\bat .*\.(ts|js):\d+|\/src\/|node_modules/)
+}
+
+/** A `/live` reader on its own socket: reads until the first comment, then stops reading until `resume`. */
+export const stalledReader = (url: string, token: string) => {
+  const received: Array<Buffer> = []
+  let bytes = 0
+  let response: IncomingMessage | undefined
+  let onText: (() => void) | undefined
+  const text = () => Buffer.concat(received).toString("utf8")
+  const connected = new Promise<void>((resolve, reject) => {
+    get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
+      response = res
+      res.on("data", (chunk: Buffer) => {
+        received.push(chunk)
+        bytes += chunk.length
+        if (bytes === chunk.length) {
+          // The first bytes (": connected"): stop reading. The socket's buffers fill, then TCP pushes back.
+          res.pause()
+          resolve()
+        }
+        onText?.()
+      })
+      res.on("error", () => undefined)
+    }).on("error", reject)
+  })
+  return {
+    connected,
+    bytes: () => bytes,
+    /** Reads again until `done` holds of the last bytes received; all that was received. */
+    resume: (done: (received: string) => boolean) =>
+      new Promise<string>((resolve) => {
+        let tail = ""
+        onText = () => {
+          // Checked on the tail only: the text is large.
+          tail = (tail + received.at(-1)!.toString("latin1")).slice(-2048)
+          if (done(tail)) {
+            onText = undefined
+            response!.destroy()
+            resolve(text())
+          }
+        }
+        response!.resume()
+      })
+  }
+}
+
+/** A `/live` reader: its raw headers once connected (the first comment came); `done` with the body's text once it holds `turn.completed`'s frame. */
+export const liveReader = (url: string, token: string) => {
+  let onConnected!: (headers: Array<string>) => void
+  const connected = new Promise<Array<string>>((resolve) => (onConnected = resolve))
+  const done = new Promise<string>((resolve, reject) => {
+    let text = ""
+    const request = get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        text += chunk
+        if (text.startsWith(": connected\n\n")) onConnected(res.rawHeaders.filter((_, i, all) => all[i - (i % 2)] !== "Date"))
+        const end = text.indexOf("event: turn.completed\n")
+        if (end >= 0 && text.indexOf("\n\n", end) >= 0) {
+          request.destroy()
+          resolve(text)
+        }
+      })
+    })
+    request.on("error", reject)
+  })
+  return { connected, done }
 }

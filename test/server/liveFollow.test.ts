@@ -7,34 +7,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
-import { get } from "node:http"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
-import { startIn } from "./harness.js"
-
-/** A `/live` reader: `connected` once its first comment came; `done` with the body's text once it holds `turn.completed`'s frame. */
-const reader = (url: string, token: string) => {
-  let onConnected!: () => void
-  const connected = new Promise<void>((resolve) => (onConnected = resolve))
-  const done = new Promise<string>((resolve, reject) => {
-    let text = ""
-    const request = get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
-      res.setEncoding("utf8")
-      res.on("data", (chunk: string) => {
-        text += chunk
-        if (text.startsWith(": connected\n\n")) onConnected()
-        const end = text.indexOf("event: turn.completed\n")
-        if (end >= 0 && text.indexOf("\n\n", end) >= 0) {
-          request.destroy()
-          resolve(text)
-        }
-      })
-    })
-    request.on("error", reject)
-  })
-  return { connected, done }
-}
+import { liveReader as reader, startIn } from "./harness.js"
 
 describe("/live with many clients of a paced turn", () => {
   it.scopedLive("the clients share one watch of the session and one encoding of each event; each reads every event once", () =>

@@ -8,59 +8,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
-import { get, type IncomingMessage } from "node:http"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
-import { liveUntil, startIn } from "./harness.js"
+import { liveUntil, stalledReader, startIn } from "./harness.js"
 
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
 
-/** A `/live` reader on its own socket: reads until the first comment, then stops reading until `resume`. */
-const stalledReader = (url: string, token: string) => {
-  const received: Array<Buffer> = []
-  let bytes = 0
-  let response: IncomingMessage | undefined
-  let onText: (() => void) | undefined
-  const text = () => Buffer.concat(received).toString("utf8")
-  const connected = new Promise<void>((resolve, reject) => {
-    get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
-      response = res
-      res.on("data", (chunk: Buffer) => {
-        received.push(chunk)
-        bytes += chunk.length
-        if (bytes === chunk.length) {
-          // The first bytes (": connected"): stop reading. The socket's buffers fill, then TCP pushes back.
-          res.pause()
-          resolve()
-        }
-        onText?.()
-      })
-      res.on("error", () => undefined)
-    }).on("error", reject)
-  })
-  return {
-    connected,
-    bytes: () => bytes,
-    /** Reads again until `done` holds of the last bytes received; all that was received. */
-    resume: (done: (received: string) => boolean) =>
-      new Promise<string>((resolve) => {
-        let tail = ""
-        onText = () => {
-          // Checked on the tail only: the text is large.
-          tail = (tail + received.at(-1)!.toString("latin1")).slice(-2048)
-          if (done(tail)) {
-            onText = undefined
-            response!.destroy()
-            resolve(text())
-          }
-        }
-        response!.resume()
-      })
-  }
-}
-
-describe("/live with a stalled client", () => {
-  it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () =>
+/**
+ * `joined`: a first client starts the session's shared watch, and the stalled one joins it — answered
+ * in Node's request callback, without a fiber, and given one once let go (perf65serve).
+ */
+const stalledRun = (joined: boolean) =>
     Effect.gen(function*() {
       // ~10 MB of events, beyond what the sockets' buffers hold, a delta at a time (each its own
       // commit, as a real provider's stream arrives); the feed keeps the last 8 to 16.
@@ -68,15 +26,23 @@ describe("/live with a stalled client", () => {
       const text = "x".repeat(25_000)
       const gapReads: Array<{ readonly from: number; readonly afterResume: boolean }> = []
       let resumed = false
+      let watches = 0
       const { dataDir, server } = yield* startIn({
         watchCapacity: 8,
         // One response of 10 M characters, past the engine's default limit of a response (4 Mi).
         maxResponse: { chars: 16 * 1024 * 1024 },
         onReadFrom: (_, from) => gapReads.push({ from, afterResume: resumed }),
+        onWatch: () => watches++,
         responses: [{ chunks: Array.from({ length: deltas }, () => text), delay: "1 millis" }]
       })
       const session = yield* server.client.sessions.create({ payload: {} })
       const url = `${server.url}/sessions/${session.sessionId}/live`
+      const opener = joined ? stalledReader(url, server.token) : undefined
+      if (opener !== undefined) {
+        yield* Effect.promise(() => opener.connected)
+        // Its shared watch is there: the next client joins it in Node's callback.
+        while (watches === 0) yield* Effect.sleep("1 millis")
+      }
       const stalled = stalledReader(url, server.token)
       yield* Effect.promise(() => stalled.connected)
       const watching = Effect.promise(() => liveUntil(url, { token: server.token }, completed))
@@ -111,5 +77,9 @@ describe("/live with a stalled client", () => {
       })
       // What it missed while stalled came from the store, after it read again.
       expect(gapReads.some((read) => read.afterResume && read.from > 1)).toBe(true)
-    }), 120_000)
+    })
+
+describe("/live with a stalled client", () => {
+  it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () => stalledRun(false), 120_000)
+  it.scopedLive("the same for a stalled client answered in Node's request callback (it joined a shared watch)", () => stalledRun(true), 120_000)
 })
