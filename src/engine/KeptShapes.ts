@@ -122,6 +122,15 @@ const spanShapes = (): ReadonlyArray<Tracer.Span> => {
   return [parent, started, ended]
 }
 
+/** A `model.delta` event made before its commit, then given its sequence, timestamp and id as the commit gives them. */
+const madeDelta = (sessionId: string, at: string): LiveSession.Made => {
+  const made = LiveSession.madeEvent(sessionId, "kept", "model.delta", { text: "" })
+  made.sequence = 2
+  made.timestamp = at
+  made.id = ""
+  return made
+}
+
 /**
  * The engine's own per-session and per-turn objects, one of each: a session (its transcript, its
  * lock, its view), a commit's fold, a turn's sink, and a `model.delta` draft and event as the
@@ -143,7 +152,11 @@ const engineShapes = (): ReadonlyArray<unknown> => {
     session.live,
     new SessionState.Folder(state),
     new TurnSink(),
-    LiveSession.eventOf(state.sessionId, "kept", 2, at, draft),
+    LiveSession.eventOf(state.sessionId, "kept", 2, at, draft.type, draft.payload),
+    // A response's delta as its reading makes it and its commit finishes it (`LiveSession.madeEvent`,
+    // `commitMade`): its sequence, timestamp and id written after it was made, as every one of them is
+    // (perf65stream). Without one alive at a full GC, the read of a piece, which makes them, was thrown away.
+    madeDelta(state.sessionId, at),
     // A response's reading, and the pieces the adapters hand over most (a text delta, a finish with
     // and without usage): after a full GC with none alive, the reading's code of a piece was thrown away
     // and compiled again for each turn's first response, and left again at its finish (perf63core).

@@ -202,9 +202,35 @@ export const commit = (
   drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
   guard?: Guard,
   sink?: TurnSink
+): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> => commitBuilt(services, session, turnId, drafts, guard, sink, false)
+
+/**
+ * {@link commit} of a batch whose drafts are its events already, made by {@link madeEvent} for this
+ * session and turn: each one the guard lets through is stored as it is, its sequence and timestamp
+ * set in place (then its id), rather than copied into an event of its own. A response's reading makes
+ * its deltas so — one object a delta where a draft and its event were two (perf65stream). A made
+ * event the guard refuses, or of a batch whose append fails, is dropped with its batch.
+ */
+export const commitMade = (
+  services: Services,
+  session: LiveSession,
+  turnId: string,
+  made: ReadonlyArray<Made>,
+  guard: Guard,
+  sink: TurnSink | undefined
+): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> => commitBuilt(services, session, turnId, made, guard, sink, true)
+
+const commitBuilt = (
+  services: Services,
+  session: LiveSession,
+  turnId: string | undefined,
+  drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
+  guard: Guard | undefined,
+  sink: TurnSink | undefined,
+  made: boolean
 ): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
   Effect.uninterruptible(session.writes.holding(Effect.clockWith((clock) => {
-    const batch = build(session, turnId, drafts, guard, new Date(clock.unsafeCurrentTimeMillis()).toISOString())
+    const batch = build(session, turnId, drafts, guard, new Date(clock.unsafeCurrentTimeMillis()).toISOString(), made)
     if (batch === undefined) return Effect.succeed<ReadonlyArray<AgentEvent>>([])
     const { events, state } = batch
     // Ids are taken once the batch is known, so a refused draft uses no id (the fold does not read ids).
@@ -240,7 +266,8 @@ const build = (
   turnId: string | undefined,
   drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
   guard: Guard | undefined,
-  at: string
+  at: string,
+  made: boolean
 ): { readonly events: Array<{ id: string } & AgentEvent>; readonly state: SessionState.SessionState } | undefined => {
   const { sessionId } = session
   const fold = new SessionState.Folder(session.state)
@@ -250,7 +277,13 @@ const build = (
   for (let i = 0; i < drafts.length; i++) {
     const draft = drafts[i]!
     if (guard !== undefined && !guard(view!, draft)) continue
-    const event = eventOf(sessionId, turnId, fold.lastSequence + 1, at, draft)
+    let event: { id: string } & AgentEvent
+    if (made) {
+      const own = draft as Made
+      own.sequence = fold.lastSequence + 1
+      own.timestamp = at
+      event = own as { id: string } & AgentEvent
+    } else event = eventOf(sessionId, turnId, fold.lastSequence + 1, at, draft.type, draft.payload)
     fold.add(event)
     events.push(event)
   }
@@ -259,15 +292,31 @@ const build = (
 
 /**
  * One event of a batch, its id set once the batch is known; the keys keep the order every event is
- * written in. Made here alone, so that the object `KeptShapes` keeps has the same shape (hidden class).
+ * written in. Made here alone (a commit's copy of a draft, and {@link madeEvent}), so that every
+ * event of a turn, and the one `KeptShapes` keeps, has the same shape (hidden class).
  */
 export const eventOf = (
   sessionId: string,
   turnId: string | undefined,
   sequence: number,
   at: string,
-  draft: TurnEventDraft | SessionEventDraft
+  type: AgentEvent["type"],
+  payload: unknown
 ): { id: string } & AgentEvent =>
   (turnId === undefined
-    ? { id: "", sessionId, sequence, timestamp: at, type: draft.type, payload: draft.payload }
-    : { id: "", sessionId, turnId, sequence, timestamp: at, type: draft.type, payload: draft.payload }) as { id: string } & AgentEvent
+    ? { id: "", sessionId, sequence, timestamp: at, type, payload }
+    : { id: "", sessionId, turnId, sequence, timestamp: at, type, payload }) as { id: string } & AgentEvent
+
+/** An event made before its commit ({@link madeEvent}): its id, sequence and timestamp are the commit's to set. */
+export type Made = { id: string; sequence: number; timestamp: string } & TurnEventDraft
+
+/**
+ * A turn's event made as its draft is ({@link commitMade}): the stored shape at once, its sequence,
+ * timestamp and id set by the commit that stores it.
+ */
+export const madeEvent = <T extends TurnEventDraft["type"]>(
+  sessionId: string,
+  turnId: string,
+  type: T,
+  payload: Extract<TurnEventDraft, { readonly type: T }>["payload"]
+): Made => eventOf(sessionId, turnId, 0, "", type, payload) as unknown as Made

@@ -139,14 +139,26 @@ class Reading {
   callsOver = 0
   /** A piece of a shape its type does not allow (ChunkShape): the response ends at it, failed. */
   malformed: ProviderFailure | undefined = undefined
-  /** The batch being read: its drafts, the calls it asks for, and the calls stored under another id. */
-  drafts: Array<AgentEvent.TurnEventDraft> = []
+  /**
+   * The batch being read: its events as the commit will store them (`LiveSession.madeEvent`: no
+   * draft a piece that the commit then copies), the calls it asks for, and the calls stored under another id.
+   */
+  drafts: Array<LiveSession.Made> = []
   asked: Array<ToolCallInput> = []
   renamed: Array<Renamed> = []
   readonly guard: LiveSession.Guard
   readonly taken: (id: string) => boolean
+  /**
+   * The session's and the turn's ids, which each made event carries: read from here, the read of a
+   * piece touches no object of the turn's (a turn's shape, embedded in its optimized code, went at a
+   * full GC with no turn alive, and the code with it: keptShapes.integration.test.ts).
+   */
+  readonly sessionId: string
+  readonly turnId: string
 
   constructor(readonly turn: Turn, readonly built: PromptCache.RequestParts, readonly tally: Tally, options: TurnOptions) {
+    this.sessionId = turn.session.sessionId
+    this.turnId = turn.turnId
     this.guard = guardOf(turn)
     this.taken = (id) => this.ids.has(id) || turn.session.transcript.hasCallId(id)
     this.maxToolCalls = options.maxToolCalls
@@ -162,7 +174,7 @@ class Reading {
 
   /** Reads `pieces` into a batch and commits it (nothing when none makes a draft). */
   commitBatch(pieces: Chunk.Chunk<ModelChunk>): Effect.Effect<void, EventStoreFailure> {
-    const drafts: Array<AgentEvent.TurnEventDraft> = this.drafts = []
+    const drafts: Array<LiveSession.Made> = this.drafts = []
     const asked: Array<ToolCallInput> = this.asked = []
     const renamed: Array<Renamed> = this.renamed = []
     // Indexed: a `for…of` over the chunk made an iterator result a piece wherever this loop is not optimized.
@@ -185,11 +197,11 @@ class Reading {
       }
     }
     if (drafts.length === 0) return Effect.void
-    // `LiveSession.commit` itself, as `turn.commit` would call it: a call to the turn's own closure was
+    // `LiveSession`'s commit itself, as `turn.commit` would call it: a call to the turn's own closure was
     // inlined by this loop's optimized code, which then held that closure weakly and was thrown away
     // at the first full GC after the turn — every turn, in a process that makes an engine a turn (perf64core).
     const { turn } = this
-    const commit = LiveSession.commit(turn.services, turn.session, turn.turnId, drafts, this.guard, turn.sink)
+    const commit = LiveSession.commitMade(turn.services, turn.session, turn.turnId, drafts, this.guard, turn.sink)
     return Effect.flatMap(renamed.length === 0 ? commit : Effect.zipRight(renamedLogged(renamed), commit), (events) => {
       // The guard stores a batch whole or, once a cancel is requested, not at all: its calls run
       // exactly when they were stored.
@@ -199,6 +211,11 @@ class Reading {
       }
       return Effect.void
     })
+  }
+
+  /** A draft of this turn as the event its commit stores (a piece that is no delta: a call, a thinking block's end, the usage). */
+  made(draft: AgentEvent.TurnEventDraft): LiveSession.Made {
+    return LiveSession.madeEvent(this.sessionId, this.turnId, draft.type, draft.payload as never)
   }
 
   /** Reads one piece into the batch (or marks the response too large or malformed). */
@@ -216,7 +233,7 @@ class Reading {
         }
         this.chars += text.length
         if (++this.deltas > this.maxDeltas || this.chars > this.maxChars) this.tooLarge = true
-        else if (text !== "") this.drafts.push(thinking ? EventDraft.thinkingDelta(text) : EventDraft.modelDelta(text))
+        else if (text !== "") this.drafts.push(LiveSession.madeEvent(this.sessionId, this.turnId, thinking ? "model.thinking_delta" : "model.delta", { text }))
         break
       }
       case "ThinkingBlock": {
@@ -229,7 +246,7 @@ class Reading {
         if (++this.deltas > this.maxDeltas || this.chars > this.maxChars) this.tooLarge = true
         else {
           const { model, provider } = turn.services.provider.capabilities
-          this.drafts.push(EventDraft.thinkingBlock({ provider, model, ...end }))
+          this.drafts.push(this.made(EventDraft.thinkingBlock({ provider, model, ...end })))
         }
         break
       }
@@ -258,7 +275,7 @@ class Reading {
         // `args` is JSON here: `callFault` refused the call otherwise.
         const call = { toolCallId, tool, args: args! }
         this.asked.push(call)
-        this.drafts.push(EventDraft.toolCallRequested(call))
+        this.drafts.push(this.made(EventDraft.toolCallRequested(call)))
         break
       }
       case "Finish": {
@@ -277,7 +294,9 @@ class Reading {
         tally.fresh = addUsage(tally.fresh, usage)
         this.finishReason = reason
         // Stored in the response's last batch: no append of its own when the response has text or calls.
-        if (usage !== undefined) this.drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, usage, turn.services.provider.capabilities, this.built))
+        if (usage !== undefined) {
+          for (const draft of PromptCache.usageDrafts(turn.session.live.state.lastRequest, usage, turn.services.provider.capabilities, this.built)) this.drafts.push(this.made(draft))
+        }
         break
       }
       default:
@@ -291,7 +310,7 @@ class Reading {
  * it outlive a full GC between turns. Made as every reading is, nothing of it ever read.
  */
 export const keptReading = (options: TurnOptions): unknown =>
-  new Reading({ cancel: { requested: false } } as Turn, undefined as unknown as PromptCache.RequestParts, { usage: undefined, fresh: undefined, compacted: undefined }, options)
+  new Reading({ cancel: { requested: false }, session: { sessionId: "" }, turnId: "" } as unknown as Turn, undefined as unknown as PromptCache.RequestParts, { usage: undefined, fresh: undefined, compacted: undefined }, options)
 
 /**
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
