@@ -13,32 +13,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Tracer from "effect/Tracer"
 import { join } from "node:path"
-import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { tempDir } from "../helpers.js"
-
-const at = (second: number) => `2026-01-01T00:00:${String(second).padStart(2, "0")}.000Z`
-
-/** A session of `turns` finished turns, each on a model without a price (`model-<turn>`), its last event at `last`. */
-const session = (id: string, last: number, models: ReadonlyArray<string>): ReadonlyArray<AgentEvent> => {
-  const events: Array<Record<string, unknown>> = [{ id: `${id}-1`, sessionId: id, sequence: 1, timestamp: at(1), type: "session.created", payload: { cwd: `/work/${id}`, client: "test" } }]
-  models.forEach((model, t) => {
-    const turnId = `turn_${t + 1}`
-    const final = t === models.length - 1
-    events.push({ id: `${id}-${events.length + 1}`, sessionId: id, turnId, sequence: events.length + 1, timestamp: at(2), type: "turn.started", payload: { promptPreview: "p" } })
-    events.push({
-      id: `${id}-${events.length + 1}`,
-      sessionId: id,
-      turnId,
-      sequence: events.length + 1,
-      timestamp: final ? at(last) : at(2),
-      type: "turn.completed",
-      payload: { stopReason: "final", usage: { inputTokens: 10, outputTokens: 1 }, cost: null, costUnknown: model }
-    })
-  })
-  return events as unknown as ReadonlyArray<AgentEvent>
-}
+import { finishedOn as session } from "./listingSessions.js"
 
 /** The text of each statement `effect` sends, read from its `sql.execute` span. */
 const statementsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
