@@ -24,6 +24,7 @@ import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { run } from "../cli/subprocess.js"
 import { freshSchemaUrl } from "../postgres.js"
+import { finishedOn } from "./listingSessions.js"
 
 /** The `pg` the store's driver loads (a CommonJS package: one instance for `@effect/sql-pg` and us). */
 const Pg = createRequire(import.meta.url)("pg") as { Client: { prototype: { query: (...args: Array<unknown>) => unknown } } }
@@ -98,4 +99,47 @@ describe("a read-only PostgreSQL store's start", () => {
         expect(failed.stderr).not.toMatch(/append|s3cret-pw-77|someone|\n\s+at /)
       }
     }), 60_000)
+})
+
+/**
+ * Its listing (perf65sql): before, five statements — `BEGIN`, the planner's `SET LOCAL`s, the join,
+ * `COMMIT`, the waiting calls. The read-only store's connections now start with those settings (after
+ * the user's own options: the URL's `search_path` here), and the listing is the join and the waiting calls.
+ */
+describe("a read-only PostgreSQL store's listing", () => {
+  it.scoped("sends two statements, the join and the waiting calls, and lists in the listing's order", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("listing")
+      const writer = Context.get(yield* Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) })), EventStore)
+      yield* writer.appendAll(finishedOn("sess_z", 9, ["model-z"]))
+      yield* writer.appendAll(finishedOn("sess_later", 30, ["model-l"]))
+      yield* writer.appendAll(finishedOn("sess_two", 9, ["model-y", "model-b"]))
+      yield* writer.appendAll(finishedOn("sess_a", 9, ["model-a"]))
+
+      const reader = Context.get(yield* Layer.build(PostgresEventStore.layer({ url: Redacted.make(url), readOnly: true })), EventStore)
+      const listed = yield* statementsOf(reader.listing)
+      expect(listed.result.sessions.map((s) => [s.sessionId, s.costUnknown])).toEqual([
+        ["sess_later", ["model-l"]],
+        ["sess_a", ["model-a"]],
+        ["sess_two", ["model-y", "model-b"]],
+        ["sess_z", ["model-z"]]
+      ])
+      expect(listed.statements).toBe(2)
+      // The writer's listing, inside its own transaction, lists the same.
+      expect(yield* writer.list).toEqual(listed.result.sessions)
+    }), 60_000)
+})
+
+describe("the read-only store's connection settings", () => {
+  const own = "-c enable_hashjoin=off -c enable_mergejoin=off -c enable_sort=off"
+  it("adds the listing's planner settings after the URL's own options, or PGOPTIONS", () => {
+    const withPath = PostgresEventStore.streamingConnection("postgres://u:p@h:5432/db?options=-c%20search_path%3Ds1", {})
+    expect(new URL(withPath.connectionString).searchParams.get("options")).toBe(`-c search_path=s1 ${own}`)
+    expect(withPath.options).toBeUndefined()
+    expect(PostgresEventStore.streamingConnection("postgres://u:p@h/db", { PGOPTIONS: "-c search_path=s2" })).toEqual({
+      connectionString: "postgres://u:p@h/db",
+      options: `-c search_path=s2 ${own}`
+    })
+    expect(PostgresEventStore.streamingConnection("postgres://u:p@h/db", {})).toEqual({ connectionString: "postgres://u:p@h/db", options: own })
+  })
 })

@@ -9,6 +9,8 @@ declare module "pg" {
     readonly connectionTimeoutMillis?: number | undefined
     readonly max?: number | undefined
     readonly application_name?: string | undefined
+    /** Sent in the connection's startup packet, as `PGOPTIONS` is (`-c name=value …`). */
+    readonly options?: string | undefined
   }
   export class Pool {
     constructor(config: PoolConfig)
