@@ -15,6 +15,9 @@ export const EventStoreFailureReason = Schema.Literal(
   "corrupt",
   "torn_line",
   "line_too_long",
+  // The JSONL log was renamed over, removed or cut short while this process held its writer lock: nothing was appended.
+  "log_replaced",
+  "log_truncated",
   // The session's log is not one this user started (see StartedSessions): not driven until adopted.
   "untrusted",
   // A writer asked for, or an append made, inside a caller's SQL transaction (see sql/CallerTransaction.ts): refused, nothing taken or stored.

@@ -360,6 +360,25 @@ const growDescriptorTable = () => {
 export const defaultPort = 4477
 
 /**
+ * Until `serve`'s handler is attached, a request is answered `503` with `Retry-After: 1`. The port
+ * is open from when its layer is built, and the handler is attached only after the API's layers are:
+ * a request arriving meanwhile (a client polling `/healthz` from launch) was answered nothing for up
+ * to the request timeout (300 s), the headers limit no help (its headers had come). Returns what
+ * opens the gate.
+ */
+const notReadyYet = (server: NodeServer) => {
+  let ready = false
+  server.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+    if (ready || response.headersSent) return
+    response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
+    response.end(JSON.stringify({ error: "NotReady", message: "the server is starting; retry in a moment" }))
+  })
+  return () => {
+    ready = true
+  }
+}
+
+/**
  * The server listening on a Node HTTP server. Its `HttpServer` is in the output, for its address.
  * On shutdown open connections (live streams) are closed, then running turns are cancelled and
  * turns waiting for an approval are left paused.
@@ -370,6 +389,7 @@ export const serve = (
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
   const server = nodeServer(listen.headersTimeout)
+  const open = notReadyYet(server)
   const strangers = strangersBound(server, config, listen, false)
   const held = holdWhileAccepting(server, strangers.arrived)
   const requestRead = strangers.known
@@ -386,6 +406,7 @@ export const serve = (
     })
   ))
   return HttpApiBuilder.serve().pipe(
+    Layer.tap(() => Effect.sync(open)),
     Layer.provideMerge(closeConnections),
     Layer.provideMerge(startRequestsAsTasks(server, requestRead, answered)),
     Layer.provide(layer(config, turns).pipe(Layer.provide(Layer.succeed(Handlers.NodeAnswers, answers)))),

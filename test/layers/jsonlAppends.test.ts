@@ -4,7 +4,7 @@
  * commit behind an `fsync` under way, and what a failed flush leaves. The file operations are
  * counted through the store's `AppendIo` seam.
  */
-import { appendFileSync, readFileSync } from "node:fs"
+import { appendFileSync, copyFileSync, readFileSync, renameSync, truncateSync, writeFileSync } from "node:fs"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -40,7 +40,7 @@ const events = (sessionId: string, n: number) => [created(sessionId), ...Array.f
 
 /** The real file system, counting writes, flushes and stats; flushes wait while `gate.closed`. */
 const counting = () => {
-  const count = { writes: 0, syncs: 0, stats: 0, opens: 0, closes: 0 }
+  const count = { writes: 0, syncs: 0, stats: 0, opens: 0, closes: 0, identities: 0 }
   const gate = { closed: false, held: [] as Array<() => void>, failNext: false }
   const io: AppendIo.Io = {
     ...AppendIo.node,
@@ -72,6 +72,10 @@ const counting = () => {
     size: (path) => {
       count.stats++
       return AppendIo.node.size(path)
+    },
+    identity: (fd, path, ino, dev) => {
+      count.identities++
+      return AppendIo.node.identity(fd, path, ino, dev)
     }
   }
   const open = () => {
@@ -106,7 +110,7 @@ describe("JSONL appends", () => {
       expect(sequences(yield* collect(store.read("s")))).toEqual(upTo(100))
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("while this process holds the writer lock, appends never stat the log; without it, each one does", () =>
+  it.scoped("while this process holds the writer lock, appends never read the log's size by name (one identity check of the open file per batch); without it, each one does", () =>
     Effect.gen(function*() {
       const { store, disk } = yield* setup()
       const scope = yield* Scope.make()
@@ -114,6 +118,7 @@ describe("JSONL appends", () => {
       for (const event of events("held", 50)) yield* store.append(event)
       expect(disk.count.stats).toBe(0)
       expect(disk.count.writes).toBe(50)
+      expect(disk.count.identities).toBe(50)
       yield* Scope.close(scope, Exit.void)
       for (const event of events("loose", 10)) yield* store.append(event)
       // The first append of a session reads the log's end instead; each later one checks its size.
@@ -198,6 +203,76 @@ describe("JSONL appends", () => {
         expect(results.map((r) => Either.isLeft(r) && r.left.operation)).toEqual(["append", "append", "append"])
         expect(readFileSync(file("s"), "utf8")).toBe(before)
         yield* store.appendAll([delta("s", 2), delta("s", 3)])
+        expect(sequences(yield* collect(store.read("s")))).toEqual(upTo(3))
+      }).pipe(Effect.provide(NodeContext.layer)))
+  })
+
+  describe("a log changed under a writer holding its lock (review65b)", () => {
+    const lines = (path: string) => readFileSync(path, "utf8")
+    /** Every line whole: the text ends in a newline and each line parses. */
+    const wholeLines = (text: string) => {
+      expect(text.endsWith("\n")).toBe(true)
+      for (const line of text.trimEnd().split("\n")) expect(() => JSON.parse(line)).not.toThrow()
+    }
+
+    it.scoped("replaced by a rename (even a byte-identical copy): the append fails log_replaced, writes nothing to the old file, and the next goes to the new one", () =>
+      Effect.gen(function*() {
+        const { store, file } = yield* setup()
+        yield* store.acquireWriter("s")
+        yield* store.appendAll(events("s", 3))
+        copyFileSync(file("s"), `${file("s")}.tmp`)
+        renameSync(`${file("s")}.tmp`, file("s"))
+        const refused = yield* Effect.either(store.appendAll([delta("s", 4), delta("s", 5)]))
+        expect(Either.isLeft(refused) && refused.left).toMatchObject({ reason: "log_replaced", operation: "append" })
+        expect(Either.isLeft(refused) && refused.left.path).toBeUndefined()
+        // What the caller is told failed is not stored anywhere; what it goes on with is.
+        yield* store.appendAll([delta("s", 4), delta("s", 5)])
+        wholeLines(lines(file("s")))
+        expect(sequences(yield* collect(store.read("s")))).toEqual(upTo(5))
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("replaced by an older copy: the append fails log_replaced, and the next is checked against the new file's end", () =>
+      Effect.gen(function*() {
+        const { store, file } = yield* setup()
+        yield* store.acquireWriter("s")
+        yield* store.appendAll(events("s", 2))
+        const older = lines(file("s"))
+        yield* store.appendAll([delta("s", 3)])
+        writeFileSync(`${file("s")}.tmp`, older)
+        renameSync(`${file("s")}.tmp`, file("s"))
+        const refused = yield* Effect.either(store.append(delta("s", 4)))
+        expect(Either.isLeft(refused) && refused.left.reason).toBe("log_replaced")
+        const stale = yield* Effect.either(store.append(delta("s", 4)))
+        expect(Either.isLeft(stale) && stale.left.reason).toBe("sequence_conflict")
+        expect(lines(file("s"))).toBe(older)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("cut short in place mid-line: the append fails log_truncated, never glued onto the fragment; the torn tail is cut off", () =>
+      Effect.gen(function*() {
+        const { store, file } = yield* setup()
+        yield* store.acquireWriter("s")
+        yield* store.appendAll(events("s", 3))
+        const text = lines(file("s"))
+        const lastLine = text.lastIndexOf("\n", text.length - 2) + 1
+        truncateSync(file("s"), lastLine + 10)
+        const refused = yield* Effect.either(store.append(delta("s", 4)))
+        expect(Either.isLeft(refused) && refused.left.reason).toBe("log_truncated")
+        expect(lines(file("s"))).toBe(text.slice(0, lastLine))
+        wholeLines(lines(file("s")))
+        yield* store.append(delta("s", 3))
+        expect(sequences(yield* collect(store.read("s")))).toEqual(upTo(3))
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("with fsync too: a replaced log's batch is refused, not flushed to the old file", () =>
+      Effect.gen(function*() {
+        const { store, file } = yield* setup({ fsync: true })
+        yield* store.acquireWriter("s")
+        yield* store.appendAll(events("s", 2))
+        copyFileSync(file("s"), `${file("s")}.tmp`)
+        renameSync(`${file("s")}.tmp`, file("s"))
+        const refused = yield* Effect.either(store.append(delta("s", 3)))
+        expect(Either.isLeft(refused) && refused.left.reason).toBe("log_replaced")
+        yield* store.append(delta("s", 3))
         expect(sequences(yield* collect(store.read("s")))).toEqual(upTo(3))
       }).pipe(Effect.provide(NodeContext.layer)))
   })

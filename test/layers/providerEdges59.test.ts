@@ -180,6 +180,14 @@ describe("the SDKs' own logging", () => {
     expect(lines[0]!.split("\n")).toEqual([expect.stringContaining("anthropic sdk debug: [log_1] sending request"), ""])
   })
 
+  it("writes a warning the SDK repeats (a deprecation notice per request and retry) once (review65b)", () => {
+    const lines: Array<string> = []
+    const logger = Support.sdkLogger("anthropic", [key], (line) => lines.push(line))
+    for (let i = 0; i < 3; i++) logger.warn("The model 'claude-x' is deprecated")
+    logger.warn("another warning")
+    expect(lines).toEqual(["anthropic sdk warn: The model 'claude-x' is deprecated\n", "anthropic sdk warn: another warning\n"])
+  })
+
   for (const vendor of ["anthropic", "openai"] as const) {
     it.effect(`${vendor}: at ${vendor.toUpperCase()}_LOG=debug nothing reaches console (stdout)`, () =>
       Effect.gen(function*() {

@@ -8,7 +8,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fchmodSync, fsync, ftruncateSync, statSync, writeSync } from "node:fs"
+import { closeSync, constants, fchmodSync, fstatSync, fsync, ftruncateSync, statSync, writeSync } from "node:fs"
 import * as Context from "effect/Context"
 import { readAt } from "./LogSeek.js"
 import * as PlainFiles from "./PlainFiles.js"
@@ -33,6 +33,12 @@ export interface Io {
   readonly size: (path: string) => number
   /** Reads `length` bytes at `offset` (fewer at the end of the file): how a log's end is found before appending. */
   readonly readAt: (fd: number, offset: number, length: number) => Buffer
+  /**
+   * Whether the open file is still the one `path` names, and its size: a writer holding the lock
+   * checks this once per batch (a log replaced by a rename or cut short by someone else meanwhile).
+   * `size` -1: the open file no longer has a name or the name names another file.
+   */
+  readonly identity: (fd: number, path: string, ino: number, dev: number) => number
 }
 
 /** The real file system. */
@@ -48,7 +54,13 @@ export const node: Io = {
     const stats = statSync(path, { throwIfNoEntry: false })
     return stats === undefined ? -1 : stats.size
   },
-  readAt
+  readAt,
+  identity: (fd, path, ino, dev) => {
+    const open = fstatSync(fd)
+    if (open.nlink === 0 || open.ino !== ino || open.dev !== dev) return -1
+    const named = statSync(path, { throwIfNoEntry: false })
+    return named === undefined || named.ino !== ino || named.dev !== dev ? -1 : open.size
+  }
 }
 
 /** The operations the JSONL stores built in its scope append with (default: {@link node}). */

@@ -128,6 +128,8 @@ interface Appender {
   readonly fd: number
   /** The file's inode when opened: an append made without the lock checks the log's name still names it. */
   readonly ino: number
+  /** The file's device when opened: with `ino`, what a writer holding the lock checks its log's name still names. */
+  readonly dev: number
   /** Bytes of complete lines in the file. */
   size: number
   /** The last sequence written. */
@@ -400,7 +402,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
             const fd = io.open(file)
             // The file opened must be the one whose end was read: a log replaced between the two (a
             // repair's rename) had an event numbered after the old log's end written to the new one.
-            const ino = fstatSync(fd).ino
+            const { dev, ino } = fstatSync(fd)
             if (tail.ino !== undefined && ino !== tail.ino) {
               io.close(fd)
               throw replacedMeanwhile(sessionId, file, "the log was replaced while it was opened for appending; nothing was appended")
@@ -411,6 +413,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
               file,
               fd,
               ino,
+              dev,
               size: Math.max(tail.size, 0),
               last,
               accepted: last,
@@ -476,6 +479,10 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
      */
     const writeLines = (appender: Appender, data: Lines): EventStoreFailure | undefined => {
       const before = appender.size
+      if (appender.trusted) {
+        const changed = changedUnder(appender)
+        if (changed !== undefined) return changed
+      }
       // A new log begins with its header.
       const text = before === 0 ? concatLines([LogLines.header + "\n", data]) : data
       const size = typeof text === "string" ? Buffer.byteLength(text) : text.length
@@ -497,6 +504,38 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
       if (!appender.trusted && (WriterLock.rewriteUnderWay(appender.file) || replaced(appender))) return takeBack(appender, before, size)
       appender.size = before + size
       return undefined
+    }
+
+    /**
+     * A writer holding the lock trusts its log's end without reading it, but the lock binds only
+     * effect-agent's own writers: an editor's save, `sed -i`, a backup restored or a copy put in
+     * place renames another file over the log, and a truncation cuts it in place. Written on
+     * regardless, a long-lived writer (`serve`, `acp`) appended to a file no longer named (its events
+     * gone when it exits) or glued its next line onto a cut fragment. So each batch first checks, by
+     * an `fstat` and a `stat`, that the log's name still names the open file and that the file ends
+     * where this writer left it. If not, nothing is written: the handle is dropped, the append fails
+     * `log_replaced` or `log_truncated`, and the next one reads the log's end afresh (a torn tail cut
+     * off as when the lock is taken).
+     */
+    const changedUnder = (appender: Appender): EventStoreFailure | undefined => {
+      let size: number
+      try {
+        size = io.identity(appender.fd, appender.file, appender.ino, appender.dev)
+      } catch {
+        size = -1
+      }
+      if (size === appender.size) return undefined
+      drop(appender)
+      return new EventStoreFailure({
+        reason: size >= 0 && size < appender.size ? "log_truncated" : "log_replaced",
+        operation: "append",
+        sessionId: appender.sessionId,
+        detail: size < 0
+          ? "the session's log was replaced or removed while this process was writing it; nothing was appended (the log on disk is what was kept: read it before going on)"
+          : size < appender.size
+          ? "the session's log was cut short while this process was writing it; nothing was appended (a torn last line is cut off: read the log before going on)"
+          : "the session's log was written by someone else while this process held its writer lock; nothing was appended"
+      })
     }
 
     /**
@@ -546,6 +585,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     const undo = (appender: Appender, size: number) => {
       try {
         io.truncate(appender.fd, size)
+        appender.size = size
         // A log that never held a line is removed, as if it had never been started.
         if (size === 0) unlinkSync(appender.file)
         if (size === 0) drop(appender)
@@ -651,7 +691,14 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
           return outcome(commit(appender, events))
         }
         return appendSlowly(sessionId, events)
-      })
+      }).pipe(Effect.tapError((failure) => failure.reason === "log_replaced" || failure.reason === "log_truncated" ? reread(sessionId, failure) : Effect.void))
+
+    /** After a log changed under its writer: its end read again now (a torn tail cut off), and a warning. */
+    const reread = (sessionId: string, failure: EventStoreFailure) =>
+      Effect.logWarning(`effect-agent: ${failure.detail}`).pipe(
+        Effect.annotateLogs({ sessionId, reason: failure.reason }),
+        Effect.zipRight(Effect.ignore(locks.withLock(sessionId)(scanTail(sessionId, fileOf(sessionId)))))
+      )
 
     /** The sessions folder (and the data dir), owner only when created here. */
     const makeSessionsDir = (sessionId: string) =>

@@ -179,11 +179,19 @@ export interface SdkLogger {
  * `run` prints its answer and ACP speaks JSON-RPC. This one writes each line to stderr, as
  * {@link loggableDetail} shows a detail: the key `[redacted]`, escaped, bounded (a debug line holds
  * the whole request). The SDK still decides what it logs (its `*_LOG` level, `warn` by default).
+ * A warning repeated word for word (a deprecation notice, once per request and retry) is written once.
  */
 export const sdkLogger = (vendor: string, secrets: ReadonlyArray<string>, write: (line: string) => void = (line) => void process.stderr.write(line)): SdkLogger => {
+  // A warning the SDK repeats (a deprecation notice, on every request and retry) is written once.
+  const warned = new Set<string>()
   const at = (level: string) => (...args: Array<unknown>) => {
     try {
-      write(`${vendor} sdk ${level}: ${loggableDetail(formatWithOptions({ depth: 4, breakLength: Infinity }, ...args), secrets)}\n`)
+      const line = `${vendor} sdk ${level}: ${loggableDetail(formatWithOptions({ depth: 4, breakLength: Infinity }, ...args), secrets)}\n`
+      if (level === "warn") {
+        if (warned.has(line)) return
+        if (warned.size < 256) warned.add(line)
+      }
+      write(line)
     } catch {
       // A line that cannot be written (stderr closed) is not the request's failure.
     }
