@@ -46,3 +46,19 @@ describe("review64a: the secrets of a stdio server's args in other shapes", () =
       .toBe("Bearer tokens; Qwen2.5-Coder-32B-Instruct in /home/user/projects/some-long-folder-2024 on 3000")
   })
 })
+
+describe("review65a: secrets still shown, and ordinary words hidden", () => {
+  it("--pass X, --pwd X, DB_PASS; env values that are URLs with a password (DATABASE_URL, REDIS_URL)", () => {
+    const secrets = McpSecrets.of({
+      command: "x",
+      args: ["--pass", "hunter2hunter2", "--pwd", "swordfish42"],
+      env: { DATABASE_URL: "postgresql://u:S3cretPg@db/x", REDIS_URL: "redis://:S3cretRd@r:6379", DB_PASS: "letmein99" }
+    })
+    expect(McpSecrets.redact("hunter2hunter2 swordfish42 postgresql://u:S3cretPg@db redis://:S3cretRd@r letmein99", secrets))
+      .toBe("[redacted] [redacted] postgresql://u:[redacted]@db redis://:[redacted]@r [redacted]")
+  })
+  it("a long label is no key: its words stay in results; --bypass's value is no password", () => {
+    const secrets = McpSecrets.of({ command: "node", args: ["srv.mjs", "--label", "Echo fixture server that repeats text", "--bypass", "cache-layer"] })
+    expect(secrets).toEqual([])
+  })
+})

@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import * as Address from "../../domain/Address.js"
 import * as SettingsFile from "../settings/SettingsFile.js"
 import * as McpNames from "./McpNames.js"
+import * as McpSecrets from "./McpSecrets.js"
 
 /**
  * A record's key: any string but `__proto__`, which decoding into a record made the record's
@@ -112,13 +113,39 @@ export const parse = (text: string, shown: string): Either.Either<File, string> 
 export const merge = (...sources: ReadonlyArray<Servers | undefined>): Servers => Object.assign({}, ...sources.filter((s) => s !== undefined))
 
 /**
+ * Variables that make a program load code from the folders or files they name: Python's, node's,
+ * the dynamic linker's, Perl's, Ruby's. A project's server whose `env` points one into the project is
+ * refused (`McpFiles.refusals`); the summary shows their values (`describe`).
+ */
+export const loaderVariables: ReadonlySet<string> = new Set([
+  "PYTHONPATH",
+  "PYTHONHOME",
+  "PYTHONUSERBASE",
+  "NODE_PATH",
+  "NODE_OPTIONS",
+  "LD_PRELOAD",
+  "LD_LIBRARY_PATH",
+  "PERL5LIB",
+  "PERLLIB",
+  "PERL5OPT",
+  "RUBYLIB",
+  "RUBYOPT"
+])
+
+/**
  * One line saying what a server is, for summaries (the trust prompt, `mcp` listings): its program and
  * arguments, or its URL without its userinfo, query values, token-like path segments or fragment
- * (`Address.redacted`: a token in them); never its headers' values or env values.
+ * (`Address.redacted`: a token in them); never its headers' values, nor its env's but those of the
+ * variables that choose what code it loads (`loaderVariables`: `PYTHONPATH="/opt/lib"`), their
+ * secrets hidden (`McpSecrets`).
  */
 export const describe = (name: string, server: Server): string =>
   isStdio(server)
     ? `${name}: runs ${JSON.stringify([server.command, ...(server.args ?? [])].join(" "))}${
-      server.env === undefined || Object.keys(server.env).length === 0 ? "" : ` with ${Object.keys(server.env).join(", ")} set`
+      server.env === undefined || Object.keys(server.env).length === 0 ? "" : ` with ${
+        Object.entries(server.env).map(([key, value]) =>
+          loaderVariables.has(key) ? `${key}=${JSON.stringify(McpSecrets.redact(value, McpSecrets.of(server)))}` : key
+        ).join(", ")
+      } set`
     }`
     : `${name}: connects to ${JSON.stringify(Address.redacted(server.url))}${server.headers === undefined ? "" : ` with headers ${Object.keys(server.headers).join(", ")}`}`

@@ -179,45 +179,11 @@ const programOf = (server: McpConfig.Stdio, cwd: string, path: string | undefine
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
-/**
- * The words python reads for `server`, its own options first, when it runs one: the command's
- * (`python3 -W ignore -m x`), or those after a python a wrapper runs (`/usr/bin/env python3 -m x`,
- * `uv run python -m x`, `poetry run python -m x`) — each such python on the line, since a wrapper's
- * option may take a value. `uv run -m x` (`--module`) runs a python too.
- */
-const pythonLines = (server: McpConfig.Stdio): ReadonlyArray<ReadonlyArray<string>> => {
-  const words = [server.command, ...(server.args ?? [])]
-  const lines: Array<ReadonlyArray<string>> = []
-  words.forEach((word, i) => {
-    if (/^(?:python[0-9.]*|pypy3?)$/.test(word.split("/").at(-1) ?? "")) lines.push(words.slice(i + 1))
-    if (word.split("/").at(-1) === "uv" && words[i + 1] === "run") {
-      const module = words.findIndex((option, k) => k > i + 1 && (option === "-m" || option === "--module"))
-      if (module !== -1) lines.push(["-m", ...words.slice(module + 1)])
-    }
-  })
-  return lines
-}
+/** The words python reads for `server`, through `env`, `uv run`, `poetry run` (`McpFiles.programLines`: trust reads a launch alike). */
+const pythonLines = McpFiles.pythonLines
 
 /** The module `python args` runs (`-m x`, `-Bm x`, `-mx`), if it runs one. */
-const moduleOf = (args: ReadonlyArray<string>): string | undefined => {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (!arg.startsWith("-") || arg === "-" || arg === "--") return undefined
-    if (arg.startsWith("--")) {
-      if (arg === "--check-hash-based-pycs") i++
-      continue
-    }
-    for (let k = 1; k < arg.length; k++) {
-      if (arg[k] === "m") return arg.length > k + 1 ? arg.slice(k + 1) : args[i + 1]
-      if (arg[k] === "c") return undefined
-      if (/[WXQ]/.test(arg[k]!)) {
-        if (k === arg.length - 1) i++
-        break
-      }
-    }
-  }
-  return undefined
-}
+const moduleOf = McpFiles.pythonModule
 
 /**
  * Whether `server` runs a Python that would put the folder it starts in first on `sys.path` for a
@@ -372,7 +338,16 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       return current
     })
 
-    const connected = lock.withPermits(1)(Effect.suspend(() => live !== undefined ? Effect.succeed(live) : start))
+    // Once `close` ran, nothing starts the server again: a turn that still holds the router (taken at
+    // its start) would start a process outside any scope, which nothing stops (review 65a).
+    let closed = false
+    const connected = lock.withPermits(1)(Effect.suspend(() =>
+      live !== undefined
+        ? Effect.succeed(live)
+        : closed
+        ? Effect.fail(new McpError({ reason: "start_failed", message: `MCP server "${options.name}": the session's servers were stopped` }))
+        : start
+    ))
 
     const listTools = Effect.gen(function*() {
       const current = yield* connected
@@ -481,7 +456,10 @@ export const make = (options: Options): Effect.Effect<Connection> =>
         return yield* failure("mcp_invalid_response", "the server answered with something that is not a tool result")
       })
 
-    const close = lock.withPermits(1)(Effect.suspend(() => (live === undefined ? Effect.void : drop(live))))
+    const close = lock.withPermits(1)(Effect.suspend(() => {
+      closed = true
+      return live === undefined ? Effect.void : drop(live)
+    }))
 
     return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close, redact } satisfies Connection
   })

@@ -36,7 +36,7 @@ import * as NodePath from "node:path"
 import * as RegularFiles from "../RegularFiles.js"
 import * as Environment from "../workspace/Environment.js"
 import * as Paths from "../workspace/Paths.js"
-import type * as McpConfig from "./McpConfig.js"
+import * as McpConfig from "./McpConfig.js"
 import * as RegistryFetch from "./RegistryFetch.js"
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
@@ -135,6 +135,8 @@ const scriptWords = (program: string, args: ReadonlyArray<string>): { readonly c
   const name = program.split("/").at(-1) ?? ""
   if (!interpreters.test(name)) return { code: [], above: [] }
   const code: Array<string> = []
+  const python = /^python|^pypy/.test(name)
+  const module = python ? pythonModule(args) : undefined
   // Whether the option just read may take the next word as its value without saying so.
   let unknownBefore = false
   for (let i = 0; i < args.length; i++) {
@@ -151,20 +153,74 @@ const scriptWords = (program: string, args: ReadonlyArray<string>): { readonly c
     }
     const [option, value] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
     if (option === "--run") return { code: ["package.json"], above: ["package.json"] }
-    if (option === "-m" && /^python|^pypy/.test(name)) {
-      const module = (value ?? args[i + 1] ?? "").split(".").filter((part) => part !== "")
-      if (module.length === 0 || module.some((part) => part.includes("/"))) return { code, above: [] }
-      const prefixes = module.map((_, k) => module.slice(0, k + 1).join("/"))
-      code.push(...prefixes.map((prefix) => `${prefix}/__init__.py`), `${prefixes.at(-1)}.py`, `${prefixes.at(-1)}/__main__.py`)
-      return { code, above: [] }
-    }
+    if (python && module !== undefined) return { code: [...code, ...moduleFiles(module)], above: [] }
     if (inlineCode.has(option)) return { code, above: [] }
     unknownBefore = false
-    if (value !== undefined) code.push(value)
-    else if (valueOptions.has(option) && i + 1 < args.length) code.push(args[++i]!)
+    const given = value ?? (valueOptions.has(option) && i + 1 < args.length ? args[++i]! : undefined)
+    if (given !== undefined) code.push(given, ...(nodePreloads.has(option) && !python ? packageOf(given) : []))
     else unknownBefore = !isSwitch(name, option)
   }
   return { code, above: [] }
+}
+
+/**
+ * The files python runs for `-m a.b` (`a/__init__.py`, `a/b.py`, `a/b/__init__.py`, `a/b/__main__.py`);
+ * none for a name that is not a module's.
+ */
+const moduleFiles = (module: string): ReadonlyArray<string> => {
+  const parts = module.split(".").filter((part) => part !== "")
+  if (parts.length === 0 || parts.some((part) => part.includes("/"))) return []
+  const prefixes = parts.map((_, k) => parts.slice(0, k + 1).join("/"))
+  return [...prefixes.map((prefix) => `${prefix}/__init__.py`), `${prefixes.at(-1)}.py`, `${prefixes.at(-1)}/__main__.py`]
+}
+
+/**
+ * The module `python args` runs (`-m x`, `-mx`, `-Bm x`, `-um x`: options read as Python reads a
+ * cluster, `PythonShadows.pythonStart`), if it runs one (review 65a: only an exact `-m` was read).
+ */
+export const pythonModule = (args: ReadonlyArray<string>): string | undefined => {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (!arg.startsWith("-") || arg === "-" || arg === "--") return undefined
+    if (arg.startsWith("--")) {
+      if (arg === "--check-hash-based-pycs") i++
+      continue
+    }
+    for (let k = 1; k < arg.length; k++) {
+      if (arg[k] === "m") return arg.length > k + 1 ? arg.slice(k + 1) : args[i + 1]
+      if (arg[k] === "c") return undefined
+      if (/[WXQ]/.test(arg[k]!)) {
+        if (k === arg.length - 1) i++
+        break
+      }
+    }
+  }
+  return undefined
+}
+
+/** Node's options whose value is a module it loads before the script (`-r hook`, `--import=hook`). */
+const nodePreloads = new Set(["-r", "--require", "--import", "--loader", "--experimental-loader"])
+
+/**
+ * The project's folder node loads a module named bare from (`-r hook`, `--import @scope/hook/register`):
+ * `node_modules/<name>` (bound as a folder: its `package.json`'s entries and `index.*`). None for a
+ * path or a URL, bound as named.
+ */
+const packageOf = (module: string): ReadonlyArray<string> =>
+  /^(?:\.|\/|[A-Za-z][\w+.-]*:)/.test(module) || module === "" ? [] : [`node_modules/${module}`]
+
+/**
+ * The files `NODE_OPTIONS` (a server's `env`) makes node load (review 65a): a preload's value
+ * (`--require hook`, `--import=./x.mjs`), a bare name as `node_modules/<name>`. Its other words are
+ * bound as any variable's are.
+ */
+const nodeOptionFiles = (value: string): ReadonlyArray<string> => {
+  const words = value.split(/\s+/).filter((word) => word !== "")
+  return words.flatMap((word, i) => {
+    const equals = word.indexOf("=")
+    const [option, given] = equals > 0 ? [word.slice(0, equals), word.slice(equals + 1)] : [word, words[i + 1]]
+    return nodePreloads.has(option) && given !== undefined ? [given, ...packageOf(given)] : []
+  })
 }
 
 /** The most words after `uv` read for its subcommand: its global options and `tool run`, with room to spare. */
@@ -212,7 +268,9 @@ const folderOptions: Readonly<Record<string, RegExp>> = {
   npx: /^--prefix$/,
   npm: /^--prefix$/,
   uv: /^(?:--directory|--project)$/,
-  poetry: /^(?:-C|--directory|-P|--project)$/
+  poetry: /^(?:-C|--directory|-P|--project)$/,
+  // `make -C tools mcp` reads `tools/Makefile` (review 65a).
+  make: /^(?:-C|--directory)$/
 }
 
 /** The folders a launcher's line says to run from (`folderOptions`), as written, and the indexes of the words that name them. */
@@ -226,6 +284,8 @@ const launchFolders = (program: string, args: ReadonlyArray<string>): { readonly
       const equals = arg.startsWith("--") ? arg.indexOf("=") : -1
       if (equals > 0 && option.test(arg.slice(0, equals))) folders.push(arg.slice(equals + 1)), at.add(i)
       else if (option.test(arg) && i + 1 < args.length) folders.push(args[i + 1]!), at.add(i), at.add(++i)
+      // A short option's value joined to it (`pnpm -Ctools`, `make -Ctools`, review 65a).
+      else if (/^-[A-Za-z]./.test(arg) && option.test(arg.slice(0, 2))) folders.push(arg.slice(2)), at.add(i)
     }
   }
   return { folders: folders.filter((folder) => folder !== ""), at }
@@ -287,9 +347,10 @@ export const refusedState = "refused:"
  * `/dev` (`realPath`), and a launcher that builds the project's sources (`localBuilds`). In the
  * combined hash, a state trust never records: a `.mcp.json` trusted before is untrusted again.
  */
-export const refusals = (servers: McpConfig.Servers): ReadonlyArray<Bound> =>
+export const refusals = (servers: McpConfig.Servers, cwd?: string): ReadonlyArray<Bound> =>
   Object.entries(servers).flatMap(([name, server]) => {
     if (!("command" in server)) return []
+    const loading = cwd === undefined ? [] : projectLoadPaths(server, cwd)
     const through = [
       ...searchFolders(server.env?.PATH).refused,
       ...(NodePath.isAbsolute(server.command) && realPath(server.command) === undefined ? [server.command] : [])
@@ -303,9 +364,36 @@ export const refusals = (servers: McpConfig.Servers): ReadonlyArray<Bound> =>
       ...builds.map((spec) => ({
         path: name,
         state: `${refusedState}builds ${JSON.stringify(spec)}, local sources, at each start, which trust cannot bind: install the package and name its program`
+      })),
+      ...loading.map((variable) => ({
+        path: name,
+        state: `${refusedState}sets ${variable} to a folder or file of the project, from which its program loads code trust cannot bind (a \`sitecustomize.py\`, a library): point it outside the project, or leave it out`
       }))
     ]
   })
+
+/**
+ * The variables of `server`'s `env` that make its program load code from a folder (or file) of the
+ * project `cwd` (review 65a): `PYTHONPATH=pylib` runs `pylib/sitecustomize.py` and any module the
+ * server imports from there, `PYTHONPATH=.` undoes `PYTHONSAFEPATH`, `NODE_PATH`, `PERL5LIB`,
+ * `RUBYLIB`, `LD_LIBRARY_PATH`, `LD_PRELOAD` alike (`McpConfig.loaderVariables`). Which files such a
+ * folder yields depends on what the program imports, so none can be bound: the server is refused, as
+ * a shell command's path through such a folder is (`CommandPaths`). An entry is inside when it is
+ * relative, empty (the folder the program starts in) or, by real path, under the project's.
+ */
+const projectLoadPaths = (server: McpConfig.Stdio, cwd: string): ReadonlyArray<string> => {
+  const project = realPath(NodePath.resolve(cwd)) ?? cwd
+  return Object.entries(server.env ?? {}).filter(([variable, value]) => {
+    // Options (`NODE_OPTIONS`, `PERL5OPT`, `RUBYOPT`) name files, bound as words (`nodeOptionFiles`), not folders.
+    if (!McpConfig.loaderVariables.has(variable) || /OPT(?:IONS)?$/.test(variable) || value === "") return false
+    return value.split(variable === "LD_PRELOAD" ? /[\s:]+/ : ":").some((entry) => {
+      // A preload named without a `/` is searched for in the system's folders, not the project.
+      if (variable === "LD_PRELOAD" && !entry.includes("/")) return false
+      const real = realPath(NodePath.resolve(cwd, entry === "" ? "." : entry))
+      return real === undefined || real === project || isInside(project, real)
+    })
+  }).map(([variable]) => variable)
+}
 
 /**
  * Names whose meaning depends on the process that reads them: `/proc/self/cwd` is the folder the
@@ -389,6 +477,41 @@ export const pathCandidates = (server: McpConfig.Stdio): ReadonlyArray<string> =
   return [...searchFolders(path).folders, ...relative].map((folder) => NodePath.join(folder, server.command))
 }
 
+/** Whether `word` names a program whose line may run the project's files: an interpreter, a launcher, `make`. */
+const isProgram = (word: string): boolean => {
+  const name = word.split("/").at(-1) ?? ""
+  return interpreters.test(name) || Object.hasOwn(programFiles, name) || Object.hasOwn(folderOptions, name) || Object.hasOwn(binFolders, name)
+}
+
+/** The most words after a program that a wrapper runs read as its line (`env python3 -B -m x`). */
+const lineWords = 256
+
+/**
+ * The programs a server's launch runs, each with the words after it: its command with all its
+ * arguments, and each program among them a wrapper runs — `env python3 -m x`, `uv run python -m x`,
+ * `poetry run python -m x`, `corepack pnpm exec x`, `env make -C tools` — every such word, since a
+ * wrapper's option may take a value (over-reading binds a name where no file is, which costs
+ * nothing); `uv run -m x` (`--module`) runs a python. Shared by what trust binds (`namedPaths`) and
+ * when a python server is given `PYTHONSAFEPATH` (`McpConnection`), so the two read a launch alike
+ * (review 65a: `env python3 -m tools.server` bound no `tools/server.py`).
+ */
+export const programLines = (server: McpConfig.Stdio): ReadonlyArray<{ readonly program: string; readonly args: ReadonlyArray<string> }> => {
+  const words = [server.command, ...(server.args ?? [])]
+  const lines: Array<{ readonly program: string; readonly args: ReadonlyArray<string> }> = [{ program: server.command, args: server.args ?? [] }]
+  words.forEach((word, i) => {
+    if (i > 0 && isProgram(word)) lines.push({ program: word, args: words.slice(i + 1, i + 1 + lineWords) })
+    if (word.split("/").at(-1) === "uv" && words[i + 1] === "run") {
+      const module = words.findIndex((option, k) => k > i + 1 && (option === "-m" || option === "--module"))
+      if (module !== -1) lines.push({ program: "python", args: ["-m", ...words.slice(module + 1, module + 1 + lineWords)] })
+    }
+  })
+  return lines
+}
+
+/** The words python reads for `server` when it runs one, its own options first (`programLines`). */
+export const pythonLines = (server: McpConfig.Stdio): ReadonlyArray<ReadonlyArray<string>> =>
+  programLines(server).filter((line) => /^(?:python[0-9.]*|pypy3?)$/.test(line.program.split("/").at(-1) ?? "")).map((line) => line.args)
+
 /**
  * The words of a server's launch that may name a file: the command, each argument, each word of
  * each variable's value, and of an argument that holds a command line (`sh -c "node tools/mcp.js"`)
@@ -418,6 +541,17 @@ const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>
       }
     }
   }
+  // What a program on the line runs (`scriptWords`, `projectBins`, `folderFiles`, its local copies).
+  const addProgram = (program: string, rest: ReadonlyArray<string>) => {
+    addScripts(program, rest)
+    // A launcher that runs the project's own copy of the package it names, when there is one.
+    const fetched = RegistryFetch.fetchedBy(program, rest, server.env)
+    const copies = fetched === undefined ? [] : RegistryFetch.localCopies(fetched)
+    out.push(...copies), above.push(...copies)
+    const ran = projectBins(program, rest)
+    for (const file of [...ran, ...folderFiles(program, rest, copies)]) out.push(file), code.add(file)
+    above.push(...ran)
+  }
   const addLine = (line: string) => {
     add(line)
     // A shell's separators and quotes: the words of a command line an argument holds.
@@ -425,24 +559,19 @@ const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>
     // The words after each are taken for uv alone, and a few: a line of 50,000 words stays linear.
     if (pieces.length > 1) pieces.forEach((piece, i) => {
       add(piece, piece.endsWith("uv") ? pieces.slice(i + 1, i + 1 + uvWords) : [])
-      // An interpreter's script on the line (`sh -c "node tools/server.md"`); a program is a line's first word or one after a separator.
-      if (interpreters.test(piece.split("/").at(-1) ?? "")) addScripts(piece, pieces.slice(i + 1, i + 1 + uvWords).filter((word) => word !== ""))
+      // A program on the line (`sh -c "node tools/server.md"`); a program is a line's first word or one after a separator.
+      if (isProgram(piece)) addProgram(piece, pieces.slice(i + 1, i + 1 + uvWords).filter((word) => word !== ""))
     })
   }
   add(server.command, server.args ?? [])
-  addScripts(server.command, server.args ?? [])
+  // The command's line, and the line of each program a wrapper runs (`env`, `corepack`, `uv run`: `programLines`).
+  for (const line of programLines(server)) addProgram(line.program, line.args)
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
+  for (const file of nodeOptionFiles(server.env?.NODE_OPTIONS ?? "")) out.push(file), code.add(file)
   // A bare command is looked up in the server's own `PATH` when its `env` sets one: the program a
   // folder of it inside the project holds is what runs (review 63b: `"PATH": "<project>/bin:…"`).
   for (const file of pathCandidates(server)) out.push(file), code.add(file)
-  // A launcher that runs the project's own copy of the package it names, when there is one.
-  const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
-  const copies = fetched === undefined ? [] : RegistryFetch.localCopies(fetched)
-  out.push(...copies), above.push(...copies)
-  const ran = projectBins(server.command, server.args ?? [])
-  for (const file of [...ran, ...folderFiles(server.command, server.args ?? [], copies)]) out.push(file), code.add(file)
-  above.push(...ran)
   return { words: out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://")), code, above }
 }
 
@@ -592,7 +721,7 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
     }
     if (state !== "folder") continue
     const main = await packageMain(cwd, path)
-    for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...(main === undefined ? [] : [main])]) {
+    for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...main]) {
       const entryState = await fileState(NodePath.join(cwd, entry), budget, within)
       if (entryState !== "folder") out.push({ path: entry, state: entryState })
     }
@@ -643,18 +772,31 @@ const packageJsonBytes = 1024 * 1024
 const packageJsonText = (file: string): Promise<string | undefined> =>
   RegularFiles.readRegular(file, packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => undefined)
 
-/** The file a folder's `package.json` names as its `main`, relative to the project, when it is inside it. */
-const packageMain = async (cwd: string, folder: string): Promise<string | undefined> => {
+/**
+ * The files a folder's `package.json` names as its entries, relative to the project, those inside it:
+ * its `main`, and each path among its `exports` (what node loads for `-r hook`, `--import hook`, in
+ * `main`'s place: `{"exports": {".": {"require": "./lib/main.js"}}}`), at most `limits.names`.
+ */
+const packageMain = async (cwd: string, folder: string): Promise<ReadonlyArray<string>> => {
   const text = await packageJsonText(NodePath.join(cwd, folder, "package.json"))
-  if (text === undefined) return undefined
-  try {
-    const main: unknown = JSON.parse(text)?.main
-    if (typeof main !== "string" || main === "") return undefined
-    const path = NodePath.resolve(cwd, folder, main)
-    return path !== cwd && isInside(cwd, path) ? NodePath.relative(cwd, path) : undefined
-  } catch {
-    return undefined
+  if (text === undefined) return []
+  const found: Array<string> = []
+  const walk = (node: unknown, depth: number): void => {
+    if (typeof node === "string") found.push(node)
+    else if (typeof node === "object" && node !== null && depth < 16 && found.length < limits.names) for (const child of Object.values(node)) walk(child, depth + 1)
   }
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (typeof parsed !== "object" || parsed === null) return []
+    walk((parsed as { main?: unknown }).main, 0)
+    walk((parsed as { exports?: unknown }).exports, 0)
+  } catch {
+    return []
+  }
+  return found.filter((entry) => entry !== "" && !entry.includes("*")).flatMap((entry) => {
+    const path = NodePath.resolve(cwd, folder, entry)
+    return path !== cwd && isInside(cwd, path) ? [NodePath.relative(cwd, path)] : []
+  }).slice(0, limits.names)
 }
 
 /**

@@ -10,13 +10,13 @@
  * @internal
  */
 import * as Address from "../../domain/Address.js"
-import * as McpConfig from "./McpConfig.js"
+import type * as McpConfig from "./McpConfig.js"
 
 /** Shorter values are not hidden: a header of `1` or `yes` would blank every such word of a message. */
 const minLength = 4
 
 /** Names of variables whose values are secrets. */
-const secretName = /key|token|secret|passw|auth|credential|cookie/i
+const secretName = /key|token|secret|passw|(?:^|[^a-z])pass(?:$|[^a-z])|pwd|auth|credential|cookie/i
 
 /** An authorization scheme's name (`Bearer sk-…`): a word of a secret's value, not a secret — hidden, every "Bearer" of a result went. */
 const scheme = /^(?:Bearer|Basic|Digest|Token|Bot)$/i
@@ -28,13 +28,16 @@ const scheme = /^(?:Bearer|Basic|Digest|Token|Bot)$/i
  */
 export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
   const secrets = new Set<string>()
-  const values = McpConfig.isStdio(server)
+  const values = "command" in server
     ? [...Object.entries(server.env ?? {}).filter(([name]) => secretName.test(name)).map(([, value]) => value), ...argSecrets(server.args ?? [])]
     : Object.values(server.headers ?? {})
   for (const value of values) {
     for (const piece of [value, ...value.split(/[\s,;]+/)]) if (piece.length >= minLength && !scheme.test(piece)) secrets.add(piece)
   }
-  const urls = McpConfig.isStdio(server) ? (server.args ?? []).flatMap(argUrls) : [server.url]
+  // A variable's value that is a URL, whatever its name (`DATABASE_URL=postgresql://u:pass@…`, review 65a).
+  const urls = "command" in server
+    ? [...(server.args ?? []).flatMap(argUrls), ...Object.values(server.env ?? {}).filter((value) => urlShaped.test(value))]
+    : [server.url]
   for (const url of urls) for (const value of urlSecrets(url)) if (value.length >= minLength) secrets.add(value)
   // Longest first: a value is hidden whole before a word of it.
   return [...secrets].sort((a, b) => b.length - a.length)
@@ -52,8 +55,12 @@ const argUrls = (arg: string): ReadonlyArray<string> => {
   return [arg, ...(arg.startsWith("-") && equals > 0 ? [arg.slice(equals + 1)] : [])].filter((value) => urlShaped.test(value))
 }
 
-/** A value shaped as a key (`sk-live-…`, 16 or more letters and digits that are not a name or version), not a path. */
-const keyShaped = (value: string) => !value.includes("/") && Address.pathSecret(value)
+/**
+ * A value shaped as a key (`sk-live-…`, 16 or more letters and digits that are not a name or version),
+ * not a path, nor words: a label of 32 characters (`--label "Echo fixture server that repeats text"`)
+ * was a key, and each word of it was hidden from every result and tool name (review 65a).
+ */
+const keyShaped = (value: string) => !value.includes("/") && !/\s/.test(value) && Address.pathSecret(value)
 
 /**
  * The values of a stdio server's arguments that are secrets (review 63b, 64a): the value of an
