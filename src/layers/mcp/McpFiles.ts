@@ -369,6 +369,76 @@ export const searchFolders = (path: string | undefined): { readonly folders: Rea
   return { folders, refused }
 }
 
+/** What `env` (GNU's, BSD's common options) does before it runs a program, as it reads its line. */
+export interface EnvLine {
+  /** Whether it starts from an empty environment (`-i`, `-`, `--ignore-environment`). */
+  readonly clears: boolean
+  /** The variables it removes (`-u NAME`, `--unset=NAME`). */
+  readonly unset: ReadonlyArray<string>
+  /** Its `NAME=value` words, in order. */
+  readonly assignments: ReadonlyArray<string>
+  /** The index in its arguments of the program it runs (`args.length` when none). */
+  readonly programAt: number
+  /** Whether its line says more than is read here (`-S`, `-C`, `-P`, an option not known): who runs what cannot be told. */
+  readonly unclear: boolean
+}
+
+/** `env`'s options that take a value (in the word or the next one), and those that take none. */
+const envValueOptions = new Set(["u", "C", "S", "P", "a"])
+const envSwitches = new Set(["i", "0", "v"])
+const envLongValue = /^--(?:unset|chdir|split-string|argv0)$/
+const envLongSwitch = /^--(?:ignore-environment|null|debug|list-signal-handling|(?:block|default|ignore)-signal(?:=.*)?)$/
+
+/**
+ * How `env` reads `args` when `command` is `env` (`/usr/bin/env`), else none. `-C`, `-S`, `-P` and an
+ * option not known make it `unclear`: env runs from another folder, splits a string into more words,
+ * or searches another `PATH`, and the words after it are not what runs.
+ */
+export const envLine = (command: string, args: ReadonlyArray<string>): EnvLine | undefined => {
+  if (command.split("/").at(-1) !== "env") return undefined
+  let clears = false
+  let unclear = false
+  const unset: Array<string> = []
+  let i = 0
+  for (; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--") {
+      i++
+      break
+    }
+    if (arg === "-") {
+      clears = true
+      continue
+    }
+    if (!arg.startsWith("-")) break
+    if (arg.startsWith("--")) {
+      const equals = arg.indexOf("=")
+      const option = equals > 0 ? arg.slice(0, equals) : arg
+      if (option === "--ignore-environment") clears = true
+      else if (envLongValue.test(option)) {
+        const value = equals > 0 ? arg.slice(equals + 1) : args[++i] ?? ""
+        if (option === "--unset") unset.push(value)
+        else if (option !== "--argv0") unclear = true
+      } else if (!envLongSwitch.test(arg)) unclear = true
+      continue
+    }
+    for (let k = 1; k < arg.length; k++) {
+      const letter = arg[k]!
+      if (letter === "i") clears = true
+      if (envValueOptions.has(letter)) {
+        const value = k + 1 < arg.length ? arg.slice(k + 1) : args[++i] ?? ""
+        if (letter === "u") unset.push(value)
+        else if (letter !== "a") unclear = true
+        break
+      }
+      if (!envSwitches.has(letter)) unclear = true
+    }
+  }
+  const assignments: Array<string> = []
+  for (; i < args.length && /^[^=/]+=/.test(args[i]!); i++) assignments.push(args[i]!)
+  return { clears, unset, assignments, programAt: i, unclear }
+}
+
 /**
  * The files a server's command may be, by real folder: for a bare command and an `env` that sets
  * `PATH`, the file each folder of it (`searchFolders`) would hold for it (`bin/mcp-server`,
