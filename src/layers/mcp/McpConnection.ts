@@ -174,6 +174,16 @@ const programOf = (server: McpConfig.Stdio, cwd: string, path: string | undefine
   const bound = (server.command.includes("/") && !isAbsolute(server.command)) ||
     (McpFiles.pathCandidates(server).includes(program) && isInside(project, McpFiles.realPath(dirname(program)) ?? program))
   if (isInside(project, real) && !bound) return `is the project's ${JSON.stringify(relative(project, real))}, reached through a link or a PATH trust does not cover; name it in the command`
+  // The program `env` runs in turn, looked up in the `PATH` it searches (the one given the server, or its own `PATH=`): a project's file bound by no name is refused (mend65trust).
+  const ran = McpFiles.envProgram(server)
+  if (ran !== undefined) {
+    const lookup = ran.own ? McpFiles.searchFolders(ran.path ?? "/bin:/usr/bin").folders : folders
+    const found = lookup.map((folder) => resolvePath(folder, ran.program)).find(executable)
+    const foundReal = found === undefined ? undefined : McpFiles.realPath(found)
+    if (found !== undefined && foundReal !== undefined && isInside(project, foundReal) && !McpFiles.pathCandidates(server).includes(found)) {
+      return `runs ${JSON.stringify(ran.program)} through env, which is the project's ${JSON.stringify(relative(project, foundReal))}, in a PATH trust does not cover; name it in the command`
+    }
+  }
   return { program: server.command.includes("/") ? server.command : program, path: searched }
 }
 

@@ -287,12 +287,19 @@ export const refusedState = "refused:"
  * `/dev` (`realPath`), and a launcher that builds the project's sources (`localBuilds`). In the
  * combined hash, a state trust never records: a `.mcp.json` trusted before is untrusted again.
  */
-export const refusals = (servers: McpConfig.Servers): ReadonlyArray<Bound> =>
+export const refusals = (servers: McpConfig.Servers, cwd?: string): ReadonlyArray<Bound> =>
   Object.entries(servers).flatMap(([name, server]) => {
     if (!("command" in server)) return []
+    // A script named through `/proc` or `/dev` (`node /proc/self/cwd/server.js`): the project, read in the server (mend65trust).
+    const scripts = cwd === undefined ? [] : [...words(server).code].filter((word) =>
+      word !== server.command && !word.startsWith("-") && (NodePath.isAbsolute(word) || word.startsWith("..")) && realPath(NodePath.resolve(cwd, word)) === undefined
+    )
+    const ran = envProgram(server)
     const through = [
       ...searchFolders(server.env?.PATH).refused,
-      ...(NodePath.isAbsolute(server.command) && realPath(server.command) === undefined ? [server.command] : [])
+      ...(ran?.own === true ? searchFolders(ran.path).refused : []),
+      ...(NodePath.isAbsolute(server.command) && realPath(server.command) === undefined ? [server.command] : []),
+      ...scripts
     ]
     const builds = localBuilds(server)
     return [
@@ -449,14 +456,36 @@ export const envLine = (command: string, args: ReadonlyArray<string>): EnvLine |
  */
 export const pathCandidates = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   const path = server.env?.PATH
+  const ran = envProgram(server)
+  // The program `env` runs (`/usr/bin/env node`), looked up as env looks it up (mend65trust).
+  const ranBy = ran === undefined ? [] : candidatesIn(ran.path, ran.program)
   if (NodePath.isAbsolute(server.command)) {
     const folder = realPath(NodePath.dirname(server.command))
-    return folder === undefined ? [] : [NodePath.join(folder, NodePath.basename(server.command))]
+    return [...(folder === undefined ? [] : [NodePath.join(folder, NodePath.basename(server.command))]), ...ranBy]
   }
-  if (path === undefined || server.command.includes("/")) return []
+  if (path === undefined || server.command.includes("/")) return ranBy
+  return [...candidatesIn(path, server.command), ...ranBy]
+}
+
+/** The files `path`'s folders would hold for the bare `program`, in search order. */
+const candidatesIn = (path: string | undefined, program: string): ReadonlyArray<string> => {
+  if (path === undefined) return []
   // A relative folder is never searched (`Environment.searchPath`), but its file is bound as named: one made there says so.
   const relative = path.split(NodePath.delimiter).filter((folder) => folder !== "" && !NodePath.isAbsolute(folder))
-  return [...searchFolders(path).folders, ...relative].map((folder) => NodePath.join(folder, server.command))
+  return [...searchFolders(path).folders, ...relative].map((folder) => NodePath.join(folder, program))
+}
+
+/**
+ * The bare program a server's `env` runs and the `PATH` env searches for it: env's own last `PATH=`,
+ * else none after `-i` (the system's default folders), else the server's `env`'s (none: the agent's).
+ */
+export const envProgram = (server: McpConfig.Stdio): { readonly program: string; readonly path: string | undefined; readonly own: boolean } | undefined => {
+  const line = envLine(server.command, server.args ?? [])
+  const program = line === undefined || line.unclear ? undefined : server.args?.[line.programAt]
+  if (line === undefined || program === undefined || program.includes("/")) return undefined
+  const assigned = line.assignments.filter((word) => word.startsWith("PATH=")).at(-1)
+  if (assigned !== undefined) return { program, path: assigned.slice("PATH=".length), own: true }
+  return { program, path: line.clears || line.unset.includes("PATH") ? undefined : server.env?.PATH, own: line.clears || line.unset.includes("PATH") }
 }
 
 /**
@@ -550,8 +579,8 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: Reado
     }
     for (const word of launch.words) {
       if (paths.size > limits.names) break
-      const path = NodePath.resolve(cwd, word)
-      if (path === cwd || !isInside(cwd, path)) continue
+      const path = codeInProject(cwd, word, launch.code)
+      if (path === undefined) continue
       const relative = NodePath.relative(cwd, path)
       if (dataExtensions.has(NodePath.extname(relative).toLowerCase()) && !launch.code.has(word)) continue
       paths.add(relative)
@@ -559,6 +588,20 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: Reado
     }
   }
   return [...paths].sort()
+}
+
+/**
+ * The path inside `cwd` a launch's word names, if one: as written, or — for code (`words`' `code`)
+ * named from outside (`node /outside/link.js`, `python3 ../link/server.py`) — where its links lead,
+ * as the kernel follows them (`realPath`): a link or a folder on the way into the project runs the
+ * project's file, which trust must bind as if named (mend65trust).
+ */
+const codeInProject = (cwd: string, word: string, code: ReadonlySet<string>): string | undefined => {
+  const path = NodePath.resolve(cwd, word)
+  if (path !== cwd && isInside(cwd, path)) return path
+  if (!code.has(word)) return undefined
+  const real = realPath(path)
+  return real !== undefined && real !== cwd && isInside(cwd, real) ? real : undefined
 }
 
 /** The state of a file past the bytes `bound` reads in all (`limits.totalBytes`). */

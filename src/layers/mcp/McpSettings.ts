@@ -150,7 +150,7 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(
 const boundFiles = (path: string, file: McpConfig.File): Effect.Effect<ReadonlyArray<McpFiles.Bound>> => {
   const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
   // What trust refuses (a `PATH` through `/proc`, a launcher building the project's sources) is one more state it never records.
-  const refused = McpFiles.refusals(file.mcpServers)
+  const refused = McpFiles.refusals(file.mcpServers, NodePath.dirname(path))
   if (named.length > McpFiles.limits.names) return Effect.succeed([{ path: "", state: McpFiles.overNames }, ...refused])
   return Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named)).pipe(Effect.map((files) => [...files, ...refused]))
 }
