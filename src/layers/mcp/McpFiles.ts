@@ -215,6 +215,29 @@ const folderOptions: Readonly<Record<string, RegExp>> = {
   poetry: /^(?:-C|--directory|-P|--project)$/
 }
 
+/**
+ * Options that run a workspace package's program from its own folder, named by package rather than
+ * by folder (`pnpm --filter pkg exec x`, `pnpm -F pkg x`, `npm exec -w pkg x`, `bun --filter pkg x`);
+ * and yarn's `workspace pkg x`. Which folder that is only the workspace's files say, so trust cannot
+ * bind the program there as it binds `--dir`'s: such a line is refused (`workspaceRun`).
+ */
+const workspaceOptions: Readonly<Record<string, RegExp>> = {
+  pnpm: /^(?:--filter|-F|--filter-prod)(?:=|$)|^-F./,
+  npm: /^(?:--workspace|-w|--workspaces|-ws)(?:=|$)/,
+  npx: /^(?:--workspace|-w|--workspaces|-ws)(?:=|$)/,
+  bun: /^(?:--filter|-F)(?:=|$)/
+}
+
+/** The option (or yarn's subcommand) by which a launcher's line runs a workspace package's program, if it does (`workspaceOptions`). */
+export const workspaceRun = (command: string, args: ReadonlyArray<string>): string | undefined => {
+  const program = command.split("/").at(-1) ?? ""
+  if (program === "yarn") return args.find((arg) => !arg.startsWith("-")) === "workspace" ? "workspace" : undefined
+  const option = workspaceOptions[program]
+  if (option === undefined) return undefined
+  const end = args.indexOf("--")
+  return (end === -1 ? args : args.slice(0, end)).find((arg) => option.test(arg))
+}
+
 /** The folders a launcher's line says to run from (`folderOptions`), as written, and the indexes of the words that name them. */
 const launchFolders = (program: string, args: ReadonlyArray<string>): { readonly folders: ReadonlyArray<string>; readonly at: ReadonlySet<number> } => {
   const option = folderOptions[program]
@@ -302,7 +325,12 @@ export const refusals = (servers: McpConfig.Servers, cwd?: string): ReadonlyArra
       ...scripts
     ]
     const builds = localBuilds(server)
+    const workspace = workspaceRun(server.command, server.args ?? [])
     return [
+      ...(workspace === undefined ? [] : [{
+        path: name,
+        state: `${refusedState}runs a workspace package's program (${JSON.stringify(workspace)}), from a folder only the workspace's files name, which trust cannot bind: name the folder (--dir, --cwd, --prefix) or the program's path`
+      }]),
       ...through.map((folder) => ({
         path: name,
         state: `${refusedState}names ${JSON.stringify(folder)}, which leads through /proc or /dev: what is there depends on the process reading it (for the server, the project)`
