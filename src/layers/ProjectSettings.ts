@@ -203,13 +203,23 @@ export const readProject = Effect.fn("ProjectSettings.readProject")(function*(
 
 const width: Record<PermissionPolicy.Mode, number> = { readOnly: 0, default: 1, acceptEdits: 2, bypass: 3 }
 
+/** Whether a rule names MCP tools (`mcp__docs__*`): a server's name, which your own servers may share. */
+const namesMcpTool = (rule: PermissionPolicy.Rule) => rule.tool?.startsWith("mcp__") === true
+
+/**
+ * A project's rule with its origin: one naming MCP tools is for the project's own `.mcp.json`
+ * servers (`projectServer`), never for yours of the same name — a repository's `allow
+ * mcp__github__*` must not allow your GitHub server's tools. Deny and ask rules cover both anyway.
+ */
+const ownOrigin = (rule: PermissionPolicy.Rule): PermissionPolicy.Rule => namesMcpTool(rule) ? { ...rule, projectServer: true } : rule
+
 /** What of a project's file applies: all of it once trusted; else only what makes the agent more careful. */
 const applied = (project: Project | undefined, base: PermissionPolicy.Mode) => {
   if (project === undefined) return { rules: [], mode: undefined, env: {} }
   const { settings, trust } = project
   // Trusted or not, a project's mode narrows the user's (a trusted one is already the base when the user set none).
   const mode = settings.mode !== undefined && width[settings.mode] < width[base] ? settings.mode : undefined
-  if (trust === "trusted") return { rules: settings.rules ?? [], mode, env: settings.env ?? {} }
+  if (trust === "trusted") return { rules: (settings.rules ?? []).map(ownOrigin), mode, env: settings.env ?? {} }
   return { rules: (settings.rules ?? []).filter((rule) => rule.decision !== "allow"), mode, env: {} }
 }
 
@@ -341,7 +351,7 @@ export const summary = (project: Project): ReadonlyArray<string> => {
   const careful = (rules ?? []).filter((rule) => rule.decision !== "allow")
   const grants = [
     ...(mode !== undefined && width[mode] > width.default ? [`mode ${mode}: ${modeWords[mode]}`] : []),
-    ...allows.map(describeRule),
+    ...allows.map((rule) => namesMcpTool(rule) ? `${describeRule(rule)}: this project's own MCP server (its .mcp.json), never yours` : describeRule(rule)),
     ...(env?.allow ?? []).map((name) => `passes on ${escapeControls(name)} from your environment to ${envReach}`),
     ...Object.entries(env?.set ?? {}).map(([name, value]) => `sets ${escapeControls(name)}=${quote(value)} for ${envReach}`)
   ]

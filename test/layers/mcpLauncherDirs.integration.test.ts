@@ -53,3 +53,26 @@ describe("review64a: launchers told to run from a subfolder, or to build the pro
     })
   }
 })
+
+// mend65trust item 5: a workspace package's program, named by package (`--filter`, `-w`, yarn's
+// `workspace`), ran from a folder trust never bound (only the root's `node_modules/.bin`).
+describe("mend65trust: launchers told to run a workspace package's program", () => {
+  for (const [command, args, option] of [
+    ["pnpm", ["--filter", "tools", "exec", "mcp-server"], "--filter"],
+    ["pnpm", ["-F", "tools", "mcp-server"], "-F"],
+    ["pnpm", ["--filter=tools", "mcp-server"], "--filter=tools"],
+    ["yarn", ["workspace", "tools", "mcp-server"], "workspace"],
+    ["npm", ["exec", "-w", "tools", "mcp-server"], "-w"],
+    ["npm", ["exec", "--workspace=tools", "--", "mcp-server"], "--workspace=tools"],
+    ["bun", ["--filter", "tools", "mcp-server"], "--filter"]
+  ] as const) {
+    it(`${command} ${args.join(" ")}: trust refuses it, naming the option`, async () => {
+      const at = join(root, "workspaces", `${command}-${args.join("_").replace(/[^a-z_-]/gi, "")}`)
+      mkdirSync(join(at, "repo", "tools"), { recursive: true })
+      mkdirSync(join(at, "config"))
+      writeFileSync(join(at, "repo", ".mcp.json"), JSON.stringify({ mcpServers: { x: { command, args } } }))
+      const inspected = await run(Effect.either(McpSettings.inspect(join(at, "repo"), join(at, "config"))))
+      expect(Either.isLeft(inspected) && inspected.left.message).toContain(`its server "x" runs a workspace package's program (${JSON.stringify(option)})`)
+    })
+  }
+})

@@ -30,3 +30,30 @@ layer(NodeContext.layer)("review64a: python -m forms that startsFromFolder misse
       }), 120_000)
   }
 })
+
+// mend65trust item 2: `env -i` (`-`, `--ignore-environment`, `-u PYTHONSAFEPATH`) cleared the
+// PYTHONSAFEPATH the server was given, and python put the project first on `sys.path` again.
+layer(NodeContext.layer)("mend65trust: env clearing PYTHONSAFEPATH", (it) => {
+  const py = fixture("py")
+  for (const args of [
+    ["-i", "PATH=/usr/bin:/bin", `PYTHONPATH=${py}`, "python3", "-m", "mcp63fixture"],
+    ["-", "PATH=/usr/bin:/bin", `PYTHONPATH=${py}`, "python3", "-m", "mcp63fixture"],
+    ["--ignore-environment", `PYTHONPATH=${py}`, "/usr/bin/python3", "-m", "mcp63fixture"],
+    ["-u", "PYTHONSAFEPATH", "python3", "-m", "mcp63fixture"],
+    ["--unset=PYTHONSAFEPATH", "python3", "-m", "mcp63fixture"],
+    ["-uPYTHONSAFEPATH", "-i", `PYTHONPATH=${py}`, "/usr/bin/python3", "-m", "mcp63fixture"]
+  ]) {
+    it.scoped(`env ${args.join(" ")}: json.py at the root is not imported`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const marker = join(cwd, "shadow-ran")
+        writeFileSync(join(cwd, "json.py"), `open(${JSON.stringify(marker)}, "w").write("ran")\nraise SystemExit(3)\n`)
+        const conn = yield* connection(cwd, { command: "/usr/bin/env", args, env: { PYTHONPATH: py, PATH: "/usr/bin:/bin" } })
+        const listed = yield* Effect.either(conn.listTools)
+        yield* conn.close
+        expect(existsSync(marker)).toBe(false)
+        // The server itself ran: python found its module, not the shadow.
+        expect(listed._tag).toBe("Right")
+      }), 120_000)
+  }
+})

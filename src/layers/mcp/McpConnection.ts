@@ -174,6 +174,16 @@ const programOf = (server: McpConfig.Stdio, cwd: string, path: string | undefine
   const bound = (server.command.includes("/") && !isAbsolute(server.command)) ||
     (McpFiles.pathCandidates(server).includes(program) && isInside(project, McpFiles.realPath(dirname(program)) ?? program))
   if (isInside(project, real) && !bound) return `is the project's ${JSON.stringify(relative(project, real))}, reached through a link or a PATH trust does not cover; name it in the command`
+  // The program `env` runs in turn, looked up in the `PATH` it searches (the one given the server, or its own `PATH=`): a project's file bound by no name is refused (mend65trust).
+  const ran = McpFiles.envProgram(server)
+  if (ran !== undefined) {
+    const lookup = ran.own ? McpFiles.searchFolders(ran.path ?? "/bin:/usr/bin").folders : folders
+    const found = lookup.map((folder) => resolvePath(folder, ran.program)).find(executable)
+    const foundReal = found === undefined ? undefined : McpFiles.realPath(found)
+    if (found !== undefined && foundReal !== undefined && isInside(project, foundReal) && !McpFiles.pathCandidates(server).includes(found)) {
+      return `runs ${JSON.stringify(ran.program)} through env, which is the project's ${JSON.stringify(relative(project, foundReal))}, in a PATH trust does not cover; name it in the command`
+    }
+  }
   return { program: server.command.includes("/") ? server.command : program, path: searched }
 }
 
@@ -204,6 +214,20 @@ const startsFromFolder = (server: McpConfig.Stdio, cwd: string): boolean =>
     return top === "" || !existsIn(cwd, [top, `${top}.py`])
   })
 
+/**
+ * The arguments of `server` with `PYTHONSAFEPATH=1` among `env`'s own assignments when its `env`
+ * clears the environment or that variable (`env -i python3 -m x`, `env -u PYTHONSAFEPATH …`): the
+ * value the server was given would not reach python, which would put the project first on
+ * `sys.path` again (mend65trust). Its own `PYTHONSAFEPATH=` assignment is kept as written.
+ */
+const keptSafePath = (server: McpConfig.Stdio): ReadonlyArray<string> => {
+  const args = server.args ?? []
+  const env = McpFiles.envLine(server.command, args)
+  if (env === undefined || !(env.clears || env.unset.includes("PYTHONSAFEPATH"))) return args
+  if (env.assignments.some((word) => word.startsWith("PYTHONSAFEPATH="))) return args
+  return [...args.slice(0, env.programAt), "PYTHONSAFEPATH=1", ...args.slice(env.programAt)]
+}
+
 const existsIn = (folder: string, names: ReadonlyArray<string>): boolean =>
   names.some((name) => {
     try {
@@ -232,8 +256,9 @@ const transportOf = (options: Options, stdio?: { readonly env: Record<string, st
     // The `PATH` searched, as searched: its absolute folders by real path, none through `/proc` or
     // `/dev` — what the server runs by name in turn is looked up where its program was (review 64a).
     if (stdio.path !== undefined) merged.PATH = stdio.path
-    if (server.env?.PYTHONSAFEPATH === undefined && startsFromFolder(server, options.cwd)) merged.PYTHONSAFEPATH = "1"
-    const [command, ...args] = [...options.prefix, stdio.program, ...(server.args ?? [])]
+    const safePath = server.env?.PYTHONSAFEPATH === undefined && startsFromFolder(server, options.cwd)
+    if (safePath) merged.PYTHONSAFEPATH = "1"
+    const [command, ...args] = [...options.prefix, stdio.program, ...(safePath ? keptSafePath(server) : server.args ?? [])]
     return new StdioTransport({ command: command!, args, env: Environment.withSafeGit(merged), cwd: options.cwd })
   }
   const http = server as McpConfig.Http

@@ -273,6 +273,29 @@ const folderOptions: Readonly<Record<string, RegExp>> = {
   make: /^(?:-C|--directory)$/
 }
 
+/**
+ * Options that run a workspace package's program from its own folder, named by package rather than
+ * by folder (`pnpm --filter pkg exec x`, `pnpm -F pkg x`, `npm exec -w pkg x`, `bun --filter pkg x`);
+ * and yarn's `workspace pkg x`. Which folder that is only the workspace's files say, so trust cannot
+ * bind the program there as it binds `--dir`'s: such a line is refused (`workspaceRun`).
+ */
+const workspaceOptions: Readonly<Record<string, RegExp>> = {
+  pnpm: /^(?:--filter|-F|--filter-prod)(?:=|$)|^-F./,
+  npm: /^(?:--workspace|-w|--workspaces|-ws)(?:=|$)/,
+  npx: /^(?:--workspace|-w|--workspaces|-ws)(?:=|$)/,
+  bun: /^(?:--filter|-F)(?:=|$)/
+}
+
+/** The option (or yarn's subcommand) by which a launcher's line runs a workspace package's program, if it does (`workspaceOptions`). */
+export const workspaceRun = (command: string, args: ReadonlyArray<string>): string | undefined => {
+  const program = command.split("/").at(-1) ?? ""
+  if (program === "yarn") return args.find((arg) => !arg.startsWith("-")) === "workspace" ? "workspace" : undefined
+  const option = workspaceOptions[program]
+  if (option === undefined) return undefined
+  const end = args.indexOf("--")
+  return (end === -1 ? args : args.slice(0, end)).find((arg) => option.test(arg))
+}
+
 /** The folders a launcher's line says to run from (`folderOptions`), as written, and the indexes of the words that name them. */
 const launchFolders = (program: string, args: ReadonlyArray<string>): { readonly folders: ReadonlyArray<string>; readonly at: ReadonlySet<number> } => {
   const option = folderOptions[program]
@@ -351,12 +374,24 @@ export const refusals = (servers: McpConfig.Servers, cwd?: string): ReadonlyArra
   Object.entries(servers).flatMap(([name, server]) => {
     if (!("command" in server)) return []
     const loading = cwd === undefined ? [] : projectLoadPaths(server, cwd)
+    // A script named through `/proc` or `/dev` (`node /proc/self/cwd/server.js`): the project, read in the server (mend65trust).
+    const scripts = cwd === undefined ? [] : [...words(server).code].filter((word) =>
+      word !== server.command && !word.startsWith("-") && (NodePath.isAbsolute(word) || word.startsWith("..")) && realPath(NodePath.resolve(cwd, word)) === undefined
+    )
+    const ran = envProgram(server)
     const through = [
       ...searchFolders(server.env?.PATH).refused,
-      ...(NodePath.isAbsolute(server.command) && realPath(server.command) === undefined ? [server.command] : [])
+      ...(ran?.own === true ? searchFolders(ran.path).refused : []),
+      ...(NodePath.isAbsolute(server.command) && realPath(server.command) === undefined ? [server.command] : []),
+      ...scripts
     ]
     const builds = localBuilds(server)
+    const workspace = workspaceRun(server.command, server.args ?? [])
     return [
+      ...(workspace === undefined ? [] : [{
+        path: name,
+        state: `${refusedState}runs a workspace package's program (${JSON.stringify(workspace)}), from a folder only the workspace's files name, which trust cannot bind: name the folder (--dir, --cwd, --prefix) or the program's path`
+      }]),
       ...through.map((folder) => ({
         path: name,
         state: `${refusedState}names ${JSON.stringify(folder)}, which leads through /proc or /dev: what is there depends on the process reading it (for the server, the project)`
@@ -457,6 +492,76 @@ export const searchFolders = (path: string | undefined): { readonly folders: Rea
   return { folders, refused }
 }
 
+/** What `env` (GNU's, BSD's common options) does before it runs a program, as it reads its line. */
+export interface EnvLine {
+  /** Whether it starts from an empty environment (`-i`, `-`, `--ignore-environment`). */
+  readonly clears: boolean
+  /** The variables it removes (`-u NAME`, `--unset=NAME`). */
+  readonly unset: ReadonlyArray<string>
+  /** Its `NAME=value` words, in order. */
+  readonly assignments: ReadonlyArray<string>
+  /** The index in its arguments of the program it runs (`args.length` when none). */
+  readonly programAt: number
+  /** Whether its line says more than is read here (`-S`, `-C`, `-P`, an option not known): who runs what cannot be told. */
+  readonly unclear: boolean
+}
+
+/** `env`'s options that take a value (in the word or the next one), and those that take none. */
+const envValueOptions = new Set(["u", "C", "S", "P", "a"])
+const envSwitches = new Set(["i", "0", "v"])
+const envLongValue = /^--(?:unset|chdir|split-string|argv0)$/
+const envLongSwitch = /^--(?:ignore-environment|null|debug|list-signal-handling|(?:block|default|ignore)-signal(?:=.*)?)$/
+
+/**
+ * How `env` reads `args` when `command` is `env` (`/usr/bin/env`), else none. `-C`, `-S`, `-P` and an
+ * option not known make it `unclear`: env runs from another folder, splits a string into more words,
+ * or searches another `PATH`, and the words after it are not what runs.
+ */
+export const envLine = (command: string, args: ReadonlyArray<string>): EnvLine | undefined => {
+  if (command.split("/").at(-1) !== "env") return undefined
+  let clears = false
+  let unclear = false
+  const unset: Array<string> = []
+  let i = 0
+  for (; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--") {
+      i++
+      break
+    }
+    if (arg === "-") {
+      clears = true
+      continue
+    }
+    if (!arg.startsWith("-")) break
+    if (arg.startsWith("--")) {
+      const equals = arg.indexOf("=")
+      const option = equals > 0 ? arg.slice(0, equals) : arg
+      if (option === "--ignore-environment") clears = true
+      else if (envLongValue.test(option)) {
+        const value = equals > 0 ? arg.slice(equals + 1) : args[++i] ?? ""
+        if (option === "--unset") unset.push(value)
+        else if (option !== "--argv0") unclear = true
+      } else if (!envLongSwitch.test(arg)) unclear = true
+      continue
+    }
+    for (let k = 1; k < arg.length; k++) {
+      const letter = arg[k]!
+      if (letter === "i") clears = true
+      if (envValueOptions.has(letter)) {
+        const value = k + 1 < arg.length ? arg.slice(k + 1) : args[++i] ?? ""
+        if (letter === "u") unset.push(value)
+        else if (letter !== "a") unclear = true
+        break
+      }
+      if (!envSwitches.has(letter)) unclear = true
+    }
+  }
+  const assignments: Array<string> = []
+  for (; i < args.length && /^[^=/]+=/.test(args[i]!); i++) assignments.push(args[i]!)
+  return { clears, unset, assignments, programAt: i, unclear }
+}
+
 /**
  * The files a server's command may be, by real folder: for a bare command and an `env` that sets
  * `PATH`, the file each folder of it (`searchFolders`) would hold for it (`bin/mcp-server`,
@@ -467,14 +572,36 @@ export const searchFolders = (path: string | undefined): { readonly folders: Rea
  */
 export const pathCandidates = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   const path = server.env?.PATH
+  const ran = envProgram(server)
+  // The program `env` runs (`/usr/bin/env node`), looked up as env looks it up (mend65trust).
+  const ranBy = ran === undefined ? [] : candidatesIn(ran.path, ran.program)
   if (NodePath.isAbsolute(server.command)) {
     const folder = realPath(NodePath.dirname(server.command))
-    return folder === undefined ? [] : [NodePath.join(folder, NodePath.basename(server.command))]
+    return [...(folder === undefined ? [] : [NodePath.join(folder, NodePath.basename(server.command))]), ...ranBy]
   }
-  if (path === undefined || server.command.includes("/")) return []
+  if (path === undefined || server.command.includes("/")) return ranBy
+  return [...candidatesIn(path, server.command), ...ranBy]
+}
+
+/** The files `path`'s folders would hold for the bare `program`, in search order. */
+const candidatesIn = (path: string | undefined, program: string): ReadonlyArray<string> => {
+  if (path === undefined) return []
   // A relative folder is never searched (`Environment.searchPath`), but its file is bound as named: one made there says so.
   const relative = path.split(NodePath.delimiter).filter((folder) => folder !== "" && !NodePath.isAbsolute(folder))
-  return [...searchFolders(path).folders, ...relative].map((folder) => NodePath.join(folder, server.command))
+  return [...searchFolders(path).folders, ...relative].map((folder) => NodePath.join(folder, program))
+}
+
+/**
+ * The bare program a server's `env` runs and the `PATH` env searches for it: env's own last `PATH=`,
+ * else none after `-i` (the system's default folders), else the server's `env`'s (none: the agent's).
+ */
+export const envProgram = (server: McpConfig.Stdio): { readonly program: string; readonly path: string | undefined; readonly own: boolean } | undefined => {
+  const line = envLine(server.command, server.args ?? [])
+  const program = line === undefined || line.unclear ? undefined : server.args?.[line.programAt]
+  if (line === undefined || program === undefined || program.includes("/")) return undefined
+  const assigned = line.assignments.filter((word) => word.startsWith("PATH=")).at(-1)
+  if (assigned !== undefined) return { program, path: assigned.slice("PATH=".length), own: true }
+  return { program, path: line.clears || line.unset.includes("PATH") ? undefined : server.env?.PATH, own: line.clears || line.unset.includes("PATH") }
 }
 
 /** Whether `word` names a program whose line may run the project's files: an interpreter, a launcher, `make`. */
@@ -609,8 +736,8 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: Reado
     }
     for (const word of launch.words) {
       if (paths.size > limits.names) break
-      const path = NodePath.resolve(cwd, word)
-      if (path === cwd || !isInside(cwd, path)) continue
+      const path = codeInProject(cwd, word, launch.code)
+      if (path === undefined) continue
       const relative = NodePath.relative(cwd, path)
       if (dataExtensions.has(NodePath.extname(relative).toLowerCase()) && !launch.code.has(word)) continue
       paths.add(relative)
@@ -618,6 +745,20 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: Reado
     }
   }
   return [...paths].sort()
+}
+
+/**
+ * The path inside `cwd` a launch's word names, if one: as written, or — for code (`words`' `code`)
+ * named from outside (`node /outside/link.js`, `python3 ../link/server.py`) — where its links lead,
+ * as the kernel follows them (`realPath`): a link or a folder on the way into the project runs the
+ * project's file, which trust must bind as if named (mend65trust).
+ */
+const codeInProject = (cwd: string, word: string, code: ReadonlySet<string>): string | undefined => {
+  const path = NodePath.resolve(cwd, word)
+  if (path !== cwd && isInside(cwd, path)) return path
+  if (!code.has(word)) return undefined
+  const real = realPath(path)
+  return real !== undefined && real !== cwd && isInside(cwd, real) ? real : undefined
 }
 
 /** The state of a file past the bytes `bound` reads in all (`limits.totalBytes`). */

@@ -3,7 +3,7 @@
  *
  * - the user's own (`<config dir>/settings.json`): anything the flags could say but `bypass`;
  * - a project's (`.effect-agent/settings.json`): an allow must name a tool and its command or path,
- *   within `ProjectLimits`, and the mode is never `bypass`.
+ *   within `ProjectLimits` (or an MCP tool of the project's own servers), and the mode is never `bypass`.
  *
  * Unknown keys are errors: a misspelt `"rule"` must not pass as no rules at all.
  *
@@ -93,12 +93,15 @@ const userRule = (tools: ReadonlyArray<string>) => {
 
 /**
  * A project's rule: an `allow` must say what it allows (a tool, and its command or path: allowing a
- * whole tool takes the user), within the project's limits (`ProjectLimits`).
+ * whole tool takes the user), within the project's limits (`ProjectLimits`) — but for an MCP tool
+ * (`mcp__docs__*`, which has neither): such a rule covers only the project's own `.mcp.json` server of
+ * that name (`ProjectSettings` marks it `projectServer`), never one of yours.
  */
 const projectRule = (tools: ReadonlyArray<string>) =>
   userRule(tools).pipe(
     Schema.filter((rule) => {
       if (rule.decision !== "allow") return undefined
+      if (rule.tool !== undefined && McpNames.isToolName(rule.tool) && rule.command === undefined && rule.path === undefined) return undefined
       if (rule.tool === undefined || rule.tool === "*" || (rule.command === undefined && rule.path === undefined)) {
         return "an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)"
       }
